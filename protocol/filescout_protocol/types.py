@@ -1,0 +1,251 @@
+"""Structs for every filescout request, result, notification and setting.
+
+Field names are snake_case here and camelCase on the wire (`rename="camel"`). Params forbid
+unknown fields so a misspelt filter is reported instead of silently ignored.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Annotated, Final, Literal, Union
+
+from msgspec import Meta, Struct
+
+PROTOCOL_VERSION: Final = 1
+
+ProgressToken = Union[int, str]
+
+FileStatus = Literal["pending", "annotated", "stale", "skipped"]
+"""pending: no summary yet; annotated: summary from the current annotator; stale: summary from
+another annotator while the current one is queued; skipped: recorded but never annotated from
+content (binary, oversized, generated, sensitive)."""
+
+FileKind = Literal["source", "test", "docs", "config", "data", "generated", "binary", "other"]
+
+IndexPhase = Literal["idle", "scanning", "annotating", "failed"]
+
+RelevanceStage = Literal["prefilter", "judge", "final"]
+
+RelativePath = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=4096,
+        description="Workspace-relative POSIX path; absolute paths and file:// URIs inside "
+        "the workspace are accepted too.",
+    ),
+]
+Glob = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=1024,
+        description="gitignore-style pattern relative to the workspace root "
+        "(`*.py` matches at any depth, `src/**/*.ts` is anchored, a leading `!` excludes).",
+    ),
+]
+
+
+class Method:
+    """JSON-RPC method names filescout adds to LSP."""
+
+    GET_FILES: Final = "files/getFiles"
+    FIND_RELEVANT: Final = "files/findRelevant"
+    DID_ACCESS: Final = "files/didAccess"
+    STATUS: Final = "filescout/status"
+
+
+class Command:
+    """`workspace/executeCommand` command names."""
+
+    REINDEX: Final = "filescout.reindex"
+    STATUS: Final = "filescout.status"
+
+
+METHODS: Final = (Method.GET_FILES, Method.FIND_RELEVANT, Method.DID_ACCESS, Method.STATUS)
+COMMANDS: Final = (Command.REINDEX, Command.STATUS)
+
+
+class ErrorCode(IntEnum):
+    """JSON-RPC error codes filescout answers with."""
+
+    INVALID_PARAMS = -32602
+    """A parameter is missing, of the wrong type, out of range, or names a path outside the
+    workspace; the message names the field."""
+    SERVER_NOT_INITIALIZED = -32002
+    """A filescout request arrived before `initialize`."""
+    REQUEST_CANCELLED = -32800
+    """The client cancelled the request (`$/cancelRequest`)."""
+    WORKSPACE_UNAVAILABLE = -32010
+    """The server has no workspace root, or its index could not be opened."""
+
+
+class _Params(Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class _Payload(Struct, rename="camel", kw_only=True):
+    pass
+
+
+class Settings(_Payload, forbid_unknown_fields=True):
+    """Server configuration: `initializationOptions`, `workspace/didChangeConfiguration`
+    (section `filescout`), a `filescout.toml` at the workspace root, then the environment."""
+
+    db_path: Annotated[
+        Union[str, None],
+        Meta(description="Where the index lives. Default: a per-workspace folder under "
+             "$XDG_CACHE_HOME/filescout (or $FILESCOUT_CACHE_DIR)."),
+    ] = None
+    max_file_size: Annotated[
+        int,
+        Meta(ge=1, description="Files larger than this many bytes are not indexed."),
+    ] = 1_048_576
+    exclude: Annotated[
+        list[Glob],
+        Meta(description="Extra gitignore-style patterns to leave out of the index."),
+    ] = []
+    log_level: Literal["error", "warning", "info", "debug"] = "info"
+
+
+class Scope(_Params):
+    """Restricts a request to part of the workspace."""
+
+    globs: list[Glob] = []
+    paths: Annotated[
+        list[RelativePath],
+        Meta(description="Path prefixes: a directory includes everything below it."),
+    ] = []
+
+
+class GetFilesParams(_Params):
+    """`files/getFiles`: every indexed file with its annotation, optionally filtered."""
+
+    globs: list[Glob] = []
+    paths: Annotated[
+        list[RelativePath],
+        Meta(description="Path prefixes: a directory includes everything below it."),
+    ] = []
+    limit: Union[
+        Annotated[int, Meta(ge=1, le=10_000, description="Page size when not streaming.")],
+        None,
+    ] = None
+    cursor: Annotated[
+        Union[str, None],
+        Meta(description="Opaque `nextCursor` of the previous page."),
+    ] = None
+    batch_size: Annotated[
+        int,
+        Meta(ge=1, le=10_000, description="Items per `$/progress` batch when streaming."),
+    ] = 500
+    partial_result_token: Union[ProgressToken, None] = None
+    work_done_token: Union[ProgressToken, None] = None
+
+
+class FileItem(_Payload):
+    """One indexed file."""
+
+    path: str
+    summary: str
+    tags: list[str]
+    language: Union[str, None]
+    kind: FileKind
+    size: int
+    mtime: Annotated[int, Meta(description="Modification time, milliseconds since the epoch.")]
+    status: FileStatus
+    annotator: Annotated[
+        Union[str, None],
+        Meta(description="Id of the annotator that wrote the summary."),
+    ]
+
+
+class GetFilesPage(_Payload):
+    """Result of `files/getFiles` without a partial-result token."""
+
+    items: list[FileItem]
+    next_cursor: Annotated[
+        Union[str, None],
+        Meta(description="Pass as `cursor` to get the next page; null on the last page."),
+    ]
+
+
+class FindRelevantParams(_Params):
+    """`files/findRelevant`: the files that matter for a natural-language question."""
+
+    query: Annotated[str, Meta(min_length=1, max_length=20_000)]
+    limit: Annotated[int, Meta(ge=1, le=500)] = 20
+    scope: Union[Scope, None] = None
+    partial_result_token: Union[ProgressToken, None] = None
+    work_done_token: Union[ProgressToken, None] = None
+
+
+class RelevantItem(_Payload):
+    """A file judged relevant, with the stage that produced the judgement."""
+
+    path: str
+    score: Annotated[float, Meta(description="Higher is more relevant; comparable within a stage.")]
+    stage: RelevanceStage
+    reason: str
+    summary: str
+    tags: list[str]
+    language: Union[str, None]
+    kind: FileKind
+
+
+class FindRelevantResult(_Payload):
+    """Final response of `files/findRelevant`. When streaming, `items` holds only what was
+    not already sent through `$/progress` (usually nothing)."""
+
+    items: list[RelevantItem]
+    stages: list[RelevanceStage]
+    degraded: Annotated[
+        bool,
+        Meta(description="True when a stage failed and the answer comes from earlier stages."),
+    ] = False
+    message: Union[str, None] = None
+
+
+class DidAccessParams(_Params):
+    """`files/didAccess`: a client (a chat panel, say) used these files."""
+
+    paths: Annotated[list[RelativePath], Meta(min_length=1, max_length=1000)]
+
+
+class IndexStatus(_Payload):
+    """`filescout/status` notification, sent when indexing changes phase and while it runs."""
+
+    phase: IndexPhase
+    files: int
+    annotated: int
+    pending: int
+    message: Union[str, None] = None
+
+
+class StatusResult(_Payload):
+    """Result of the `filescout.status` command."""
+
+    protocol_version: int
+    server_version: str
+    root: str
+    db_path: str
+    phase: IndexPhase
+    files: int
+    by_status: dict[str, int]
+    by_kind: dict[str, int]
+    annotator: str
+    last_scan: Annotated[
+        Union[str, None],
+        Meta(description="When the last full scan finished, ISO 8601 UTC."),
+    ]
+    last_error: Union[str, None] = None
+
+
+class ReindexResult(_Payload):
+    """Result of the `filescout.reindex` command, once the rescan has finished."""
+
+    added: int
+    changed: int
+    removed: int
+    unchanged: int
+    files: int
+    elapsed_ms: int

@@ -1,0 +1,5 @@
+"""filescout: a file-relevance sidecar for editors."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

@@ -1,0 +1,204 @@
+"""What a file is, from its name and a peek at its bytes: language, kind, sensitivity.
+
+Cheap by design: it runs once per new or changed file during a scan.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from filescout_protocol.types import FileKind
+
+LANGUAGE_BY_EXTENSION: dict[str, str] = {
+    ".py": "python", ".pyi": "python", ".pyw": "python",
+    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
+    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
+    ".go": "go", ".rs": "rust", ".java": "java",
+    ".c": "c", ".h": "c",
+    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp",
+    ".cs": "csharp", ".rb": "ruby", ".php": "php",
+    ".kt": "kotlin", ".kts": "kotlin", ".swift": "swift", ".lua": "lua",
+    ".sh": "bash", ".bash": "bash", ".zsh": "bash",
+    ".scala": "scala", ".dart": "dart", ".ex": "elixir", ".exs": "elixir", ".erl": "erlang",
+    ".hs": "haskell", ".ml": "ocaml", ".clj": "clojure", ".r": "r", ".jl": "julia",
+    ".pl": "perl", ".pm": "perl", ".zig": "zig", ".nim": "nim", ".vue": "vue",
+    ".svelte": "svelte", ".sql": "sql", ".proto": "proto", ".graphql": "graphql",
+    ".html": "html", ".htm": "html", ".css": "css", ".scss": "scss", ".less": "css",
+    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown", ".rst": "rst",
+    ".txt": "text", ".adoc": "asciidoc",
+    ".json": "json", ".jsonc": "json", ".json5": "json", ".yaml": "yaml", ".yml": "yaml",
+    ".toml": "toml", ".ini": "ini", ".cfg": "ini", ".xml": "xml", ".csv": "csv",
+    ".tsv": "csv", ".jsonl": "json", ".ndjson": "json", ".tf": "hcl", ".hcl": "hcl",
+    ".gradle": "groovy", ".groovy": "groovy", ".cmake": "cmake", ".mk": "make",
+    ".bat": "batch", ".ps1": "powershell", ".vim": "vim", ".el": "elisp",
+}
+LANGUAGE_BY_NAME: dict[str, str] = {
+    "Makefile": "make", "GNUmakefile": "make", "Dockerfile": "dockerfile",
+    "CMakeLists.txt": "cmake", "Rakefile": "ruby", "Gemfile": "ruby", "Vagrantfile": "ruby",
+    "BUILD": "starlark", "WORKSPACE": "starlark", "Justfile": "make", "justfile": "make",
+}
+SHEBANG_LANGUAGES: dict[str, str] = {
+    "python": "python", "node": "javascript", "bash": "bash", "sh": "bash", "zsh": "bash",
+    "ruby": "ruby", "perl": "perl", "lua": "lua", "php": "php", "deno": "typescript",
+}
+
+SOURCE_LANGUAGES = frozenset({
+    "python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "csharp",
+    "ruby", "php", "kotlin", "swift", "lua", "bash", "scala", "dart", "elixir", "erlang",
+    "haskell", "ocaml", "clojure", "r", "julia", "perl", "zig", "nim", "vue", "svelte", "sql",
+    "proto", "graphql", "html", "css", "scss", "groovy", "starlark", "batch", "powershell",
+    "vim", "elisp", "dockerfile", "make", "cmake", "hcl",
+})
+DOC_LANGUAGES = frozenset({"markdown", "rst", "text", "asciidoc"})
+CONFIG_LANGUAGES = frozenset({"yaml", "toml", "ini"})
+DATA_LANGUAGES = frozenset({"csv", "xml"})
+
+DOC_NAMES = re.compile(
+    r"^(readme|changelog|changes|history|news|license|licence|copying|authors|contributors|"
+    r"contributing|code_of_conduct|security|notice|todo)(\.[a-z0-9]+)?$",
+    re.IGNORECASE,
+)
+CONFIG_NAMES = frozenset({
+    "package.json", "tsconfig.json", "jsconfig.json", "pyproject.toml", "setup.cfg",
+    "setup.py", "tox.ini", "pytest.ini", "mypy.ini", ".editorconfig", ".gitignore",
+    ".gitattributes", ".dockerignore", ".eslintrc", ".eslintrc.json", ".eslintrc.js",
+    ".prettierrc", ".babelrc", "babel.config.js", "webpack.config.js", "vite.config.ts",
+    "vite.config.js", "rollup.config.js", "jest.config.js", "karma.conf.js", ".npmignore",
+    "cargo.toml", "go.mod", "go.work", "pom.xml", "build.gradle", "settings.gradle",
+    "composer.json", "gemfile", "makefile", "dockerfile", "docker-compose.yml",
+    "docker-compose.yaml", "manifest.in", ".pre-commit-config.yaml", ".filescoutignore",
+    "filescout.toml", "requirements.txt", ".travis.yml", "codecov.yml", ".coveragerc",
+})
+GENERATED_NAMES = frozenset({
+    "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "cargo.lock",
+    "composer.lock", "gemfile.lock", "go.sum", "pipfile.lock", "uv.lock", "bun.lockb",
+    "npm-shrinkwrap.json", "flake.lock", "pdm.lock",
+})
+GENERATED_SUFFIXES = (
+    ".min.js", ".min.css", ".map", "_pb2.py", "_pb2_grpc.py", ".pb.go", ".pb.cc", ".pb.h",
+    ".generated.ts", ".generated.js", ".generated.cs", ".g.dart", ".designer.cs",
+)
+BINARY_EXTENSIONS = frozenset({
+    ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tiff", ".psd", ".pdf",
+    ".zip", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".tar", ".jar", ".war", ".whl",
+    ".so", ".dylib", ".dll", ".exe", ".o", ".a", ".lib", ".class", ".pyc", ".pyo",
+    ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp3", ".mp4", ".wav", ".ogg", ".mov",
+    ".avi", ".webm", ".sqlite", ".db", ".bin", ".dat", ".wasm", ".parquet", ".npy", ".pkl",
+})
+DATA_EXTENSIONS = frozenset({".csv", ".tsv", ".jsonl", ".ndjson", ".xml", ".svg", ".geojson"})
+
+TEST_DIRS = frozenset({"test", "tests", "__tests__", "spec", "specs", "testing", "e2e",
+                       "test_data", "testdata", "fixtures", "__mocks__"})
+DOC_DIRS = frozenset({"docs", "doc", "documentation", "man"})
+TEST_FILE = re.compile(
+    r"(^test_.*\.py$|.*_test\.py$|^conftest\.py$|.*_test\.go$|.*\.(test|spec)\.[cm]?[jt]sx?$|"
+    r".*Tests?\.(java|kt|cs|swift|scala)$|.*_spec\.rb$|.*_test\.rb$|.*_test\.exs?$|"
+    r"^test_.*\.(c|cc|cpp)$|.*_test\.(c|cc|cpp|rs)$)"
+)
+
+SENSITIVE_NAME = re.compile(
+    r"^(\.env(\..*)?|.*\.env|.*\.pem|.*\.key|.*\.p12|.*\.pfx|.*\.jks|.*\.keystore|.*\.kdbx|"
+    r"id_(rsa|dsa|ecdsa|ed25519)(\.pub)?|\.netrc|_netrc|\.npmrc|\.pypirc|\.git-credentials|"
+    r"\.htpasswd|credentials(\.json|\.yml|\.yaml|\.xml)?|client_secrets?\.json|"
+    r"service[-_]account.*\.json|secrets?\.(json|ya?ml|toml|env)|.*\.tfstate(\.backup)?|"
+    r"\.pgpass|\.my\.cnf|known_hosts|authorized_keys)$",
+    re.IGNORECASE,
+)
+SENSITIVE_DIRS = frozenset({".ssh", ".aws", ".gnupg", ".docker"})
+
+BINARY_SNIFF_BYTES = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    language: str | None
+    kind: FileKind
+    sensitive: bool
+
+
+def language_of(path: str, head: bytes = b"") -> str | None:
+    name = PurePosixPath(path).name
+    if name in LANGUAGE_BY_NAME:
+        return LANGUAGE_BY_NAME[name]
+    suffix = PurePosixPath(name.lower()).suffix
+    if suffix in LANGUAGE_BY_EXTENSION:
+        return LANGUAGE_BY_EXTENSION[suffix]
+    if name.lower().startswith("dockerfile"):
+        return "dockerfile"
+    if head.startswith(b"#!"):
+        interpreter = head[2:head.find(b"\n") if b"\n" in head else 120].decode("latin-1")
+        words = interpreter.replace("/", " ").split()
+        for word in reversed(words):
+            base = re.sub(r"[\d.]+$", "", word)
+            if base in SHEBANG_LANGUAGES:
+                return SHEBANG_LANGUAGES[base]
+    return None
+
+
+def is_binary(head: bytes) -> bool:
+    """Git's rule: a NUL byte in the first 8 KB."""
+    return b"\x00" in head[:BINARY_SNIFF_BYTES]
+
+
+def is_sensitive(path: str) -> bool:
+    pure = PurePosixPath(path)
+    if SENSITIVE_NAME.match(pure.name):
+        return not pure.name.lower().endswith((".example", ".sample", ".template", ".dist"))
+    return any(part in SENSITIVE_DIRS for part in pure.parts[:-1])
+
+
+def looks_generated(head: bytes) -> bool:
+    """Machine-written files announce it near the top, or are minified into huge lines."""
+    top = head[:2048]
+    if (b"@generated" in top or b"DO NOT EDIT" in top or b"Code generated" in top
+            or b"auto-generated" in top.lower() or b"autogenerated" in top.lower()):
+        return True
+    sample = head[:BINARY_SNIFF_BYTES]
+    if len(sample) >= 4096:
+        lines = sample.count(b"\n") + 1
+        return len(sample) / lines > 500
+    return False
+
+
+def kind_of(path: str, language: str | None, *, binary: bool, generated: bool) -> FileKind:
+    pure = PurePosixPath(path)
+    name = pure.name
+    lower = name.lower()
+    suffix = pure.suffix.lower()
+    dirs = {part.lower() for part in pure.parts[:-1]}
+    if binary or suffix in BINARY_EXTENSIONS:
+        return "binary"
+    if generated or lower in GENERATED_NAMES or lower.endswith(GENERATED_SUFFIXES):
+        return "generated"
+    if TEST_FILE.match(name) or dirs & TEST_DIRS:
+        return "test"
+    if lower in CONFIG_NAMES or name.startswith(".") and language in (None, "json", "yaml", "ini", "toml"):
+        return "config"
+    if DOC_NAMES.match(name) or language in DOC_LANGUAGES:
+        return "docs"
+    if dirs & DOC_DIRS and language not in SOURCE_LANGUAGES:
+        return "docs"
+    if language in SOURCE_LANGUAGES:
+        return "source"
+    if language in CONFIG_LANGUAGES:
+        return "config"
+    if suffix in DATA_EXTENSIONS or language in DATA_LANGUAGES:
+        return "data"
+    if language == "json":
+        return "config" if len(pure.parts) <= 2 or "config" in lower else "data"
+    return "other"
+
+
+def classify(path: str, head: bytes) -> Classification:
+    """Classify from the path and the first bytes of the file."""
+    binary = is_binary(head)
+    language = None if binary else language_of(path, head)
+    kind = kind_of(path, language, binary=binary, generated=not binary and looks_generated(head))
+    return Classification(language=language, kind=kind, sensitive=is_sensitive(path))
+
+
+def annotatable(kind: FileKind, sensitive: bool) -> bool:
+    """Whether a file's content may be read to write its annotation."""
+    return not sensitive and kind not in ("binary", "generated")

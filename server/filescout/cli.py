@@ -1,0 +1,210 @@
+"""The `filescout` command: serve editors, or index and query a workspace from a terminal.
+Every subcommand drives the same engine the server uses."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TextIO
+
+import msgspec
+
+from filescout import __version__
+from filescout import log as logsetup
+from filescout.engine import Workspace
+from filescout.errors import FilescoutError
+from filescout_protocol.types import FindRelevantParams, GetFilesParams, Scope
+
+
+class TerminalProgress:
+    """A one-line progress bar on stderr when it is a terminal; silent otherwise."""
+
+    def __init__(self, stream: TextIO = sys.stderr) -> None:
+        self._stream = stream
+        self._enabled = stream.isatty()
+        self._title = ""
+
+    def begin(self, title: str, message: str | None = None) -> None:
+        self._title = title.removeprefix("filescout: ")
+        self.report(message, 0)
+
+    def report(self, message: str | None = None, percentage: int | None = None) -> None:
+        if not self._enabled:
+            return
+        width = max(10, min(30, shutil.get_terminal_size().columns - 60))
+        filled = width * (percentage or 0) // 100
+        bar = "#" * filled + "." * (width - filled)
+        line = f"{self._title} [{bar}] {percentage or 0:3d}% {message or ''}"
+        self._stream.write("\r" + line[: shutil.get_terminal_size().columns - 1].ljust(40))
+        self._stream.flush()
+
+    def end(self, message: str | None = None) -> None:
+        if self._enabled:
+            self._stream.write("\r\033[K")
+        if message:
+            self._stream.write(f"{message}\n")
+        self._stream.flush()
+
+    def is_cancelled(self) -> bool:
+        return False
+
+
+def _print_json(value: object) -> None:
+    sys.stdout.buffer.write(msgspec.json.encode(value) + b"\n")
+
+
+async def _with_workspace(path: str, refresh: bool, action: Callable[[Workspace], Awaitable[int]]) -> int:
+    engine = await Workspace.open(Path(path))
+    try:
+        for warning in engine.warnings:
+            print(f"filescout: {warning}", file=sys.stderr)
+        if refresh:
+            engine.start_indexing(TerminalProgress())
+            await engine.wait_idle()
+            if engine.last_error:
+                print(f"filescout: {engine.last_error}", file=sys.stderr)
+                return 1
+        return await action(engine)
+    finally:
+        await engine.close()
+
+
+async def _index(engine: Workspace) -> int:
+    status = await engine.status()
+    print(f"{status.files} files in {status.db_path}")
+    for name, count in sorted(status.by_status.items()):
+        print(f"  {name:<10} {count}")
+    return 0
+
+
+def _files(args: argparse.Namespace) -> Callable[[Workspace], Awaitable[int]]:
+    async def run(engine: Workspace) -> int:
+        params = GetFilesParams(globs=args.glob, paths=args.prefix)
+        async for batch in engine.stream_files(params):
+            for item in batch:
+                if args.json:
+                    _print_json(item)
+                else:
+                    print(f"{item.path}\t{item.summary}")
+        return 0
+
+    return run
+
+
+def _find(args: argparse.Namespace, query: str) -> Callable[[Workspace], Awaitable[int]]:
+    async def run(engine: Workspace) -> int:
+        scope = Scope(globs=args.glob, paths=args.prefix) if args.glob or args.prefix else None
+        result = await engine.find_relevant(
+            FindRelevantParams(query=query, limit=args.limit, scope=scope))
+        if args.json:
+            _print_json(result)
+            return 0
+        for rank, item in enumerate(result.items, 1):
+            print(f"{rank:3d}. {item.path}  [{item.stage} {item.score:.2f}]")
+            print(f"     {item.reason}")
+            if item.summary:
+                print(f"     {item.summary}")
+        if result.message:
+            print(result.message, file=sys.stderr)
+        return 0
+
+    return run
+
+
+async def _status(engine: Workspace, as_json: bool) -> int:
+    status = await engine.status()
+    if as_json:
+        _print_json(status)
+        return 0
+    print(f"workspace  {status.root}")
+    print(f"index      {status.db_path}")
+    print(f"last scan  {status.last_scan or 'never'}")
+    print(f"annotator  {status.annotator}")
+    print(f"files      {status.files}")
+    for name, count in sorted(status.by_status.items()):
+        print(f"  {name:<10} {count}")
+    for name, count in sorted(status.by_kind.items()):
+        print(f"  {name:<10} {count}  (kind)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="filescout",
+        description="File-relevance sidecar: index a workspace and find the files that matter.")
+    parser.add_argument("--version", action="version", version=f"filescout {__version__}")
+    parser.add_argument("--log-level", default=os.environ.get("FILESCOUT_LOG_LEVEL", "warning"),
+                        choices=sorted(logsetup.LEVELS))
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the JSON-RPC server on stdio (or TCP)")
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+
+    index = commands.add_parser("index", help="index a workspace (incremental)")
+    index.add_argument("path", nargs="?", default=".")
+
+    def add_filters(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--glob", action="append", default=[], metavar="G",
+                         help="gitignore-style pattern; repeat for several, prefix ! to exclude")
+        sub.add_argument("--prefix", action="append", default=[], metavar="DIR",
+                         help="only files under this workspace-relative path")
+        sub.add_argument("--json", action="store_true", help="JSON lines instead of text")
+        sub.add_argument("--no-refresh", action="store_true",
+                         help="answer from the index as it is, without rescanning first")
+
+    files = commands.add_parser("files", help="list indexed files with their summaries")
+    files.add_argument("path", nargs="?", default=".")
+    add_filters(files)
+
+    find = commands.add_parser("find", help="find the files relevant to a question")
+    find.add_argument("words", nargs="+", metavar="[PATH] QUERY")
+    find.add_argument("--limit", type=int, default=10)
+    add_filters(find)
+
+    status = commands.add_parser("status", help="show what the index holds")
+    status.add_argument("path", nargs="?", default=".")
+    status.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        from filescout.lsp.server import serve
+
+        return serve(args.tcp, "info" if args.log_level == "warning" else args.log_level)
+    logsetup.configure(args.log_level)
+    try:
+        if args.command == "index":
+            action, path, refresh = _index, args.path, True
+        elif args.command == "files":
+            action, path, refresh = _files(args), args.path, not args.no_refresh
+        elif args.command == "find":
+            path, query = (args.words[0], " ".join(args.words[1:])) if len(args.words) > 1 \
+                and Path(args.words[0]).is_dir() else (".", " ".join(args.words))
+            if not 1 <= args.limit <= 500:
+                print("filescout: --limit must be between 1 and 500", file=sys.stderr)
+                return 2
+            action, refresh = _find(args, query), not args.no_refresh
+        else:
+            path, refresh = args.path, False
+            as_json = args.json
+
+            async def action(engine: Workspace) -> int:
+                return await _status(engine, as_json)
+
+        return asyncio.run(_with_workspace(path, refresh, action))
+    except FilescoutError as exc:
+        print(f"filescout: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

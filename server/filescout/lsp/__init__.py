@@ -1,0 +1,1 @@
+"""The JSON-RPC face of the engine: thin pygls handlers, nothing else."""

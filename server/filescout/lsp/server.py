@@ -1,0 +1,268 @@
+"""pygls handlers. Each one decodes its params into a protocol Struct, makes one call on the
+engine, and encodes the answer; errors become JSON-RPC errors with a useful message."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, lsp_method
+
+from filescout import __version__
+from filescout import log as logsetup
+from filescout.engine import Workspace
+from filescout.errors import InvalidParams, WorkspaceUnavailable
+from filescout.lsp.convert import converter_factory, decode_params
+from filescout.lsp.progress import WorkDoneProgress
+from filescout.paths import to_relative, uri_to_path
+from filescout_protocol.types import (
+    COMMANDS,
+    METHODS,
+    PROTOCOL_VERSION,
+    Command,
+    DidAccessParams,
+    ErrorCode,
+    FindRelevantParams,
+    GetFilesParams,
+    IndexStatus,
+    Method,
+)
+
+log = logging.getLogger(__name__)
+
+Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
+
+LOG_MESSAGE_TYPES = {logging.ERROR: types.MessageType.Error,
+                     logging.WARNING: types.MessageType.Warning,
+                     logging.INFO: types.MessageType.Info}
+
+
+class FilescoutProtocol(LanguageServerProtocol):
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]
+        result = yield from super().lsp_initialize(params)
+        result.capabilities.experimental = {
+            "filescout": {"protocolVersion": PROTOCOL_VERSION, "methods": list(METHODS),
+                          "commands": list(COMMANDS), "partialResults": True}
+        }
+        return result
+
+
+class FilescoutServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("filescout", __version__, protocol_cls=FilescoutProtocol,
+                         converter_factory=converter_factory)
+        self.engine: Workspace | None = None
+        self.startup_error: str | None = None
+        self.initialized = False
+
+    def require_engine(self) -> Workspace:
+        if self.engine is not None:
+            return self.engine
+        if not self.initialized and self.startup_error is None:
+            raise JsonRpcException(message="server not initialized",
+                                   code=ErrorCode.SERVER_NOT_INITIALIZED)
+        raise JsonRpcException(message=self.startup_error or "no workspace",
+                               code=ErrorCode.WORKSPACE_UNAVAILABLE)
+
+    def send_log(self, level: int, message: str) -> None:
+        message_type = LOG_MESSAGE_TYPES.get(level, types.MessageType.Log)
+        self.window_log_message(types.LogMessageParams(type=message_type, message=message))
+
+    def show_warnings(self, warnings: list[str]) -> None:
+        for warning in warnings:
+            self.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Warning, message=f"filescout: {warning}"))
+
+    def supports_configuration_pull(self) -> bool:
+        workspace = self.client_capabilities.workspace if self.client_capabilities else None
+        return bool(workspace and workspace.configuration)
+
+    def send_status(self, status: IndexStatus) -> None:
+        self.protocol.notify(Method.STATUS, status)
+
+
+def translate_errors(handler: Handler) -> Handler:
+    """Engine errors become JSON-RPC errors: -32602 names the bad field."""
+
+    @functools.wraps(handler)
+    async def wrapper(*args: Any) -> Any:
+        try:
+            return await handler(*args)
+        except InvalidParams as exc:
+            raise JsonRpcInvalidParams(str(exc)) from None
+        except WorkspaceUnavailable as exc:
+            raise JsonRpcException(message=str(exc), code=ErrorCode.WORKSPACE_UNAVAILABLE) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def workspace_root(params: types.InitializeParams) -> Path | None:
+    """The root the editor opened: rootUri, else the first workspace folder, else rootPath."""
+    if params.root_uri:
+        return uri_to_path(params.root_uri)
+    if params.workspace_folders:
+        if len(params.workspace_folders) > 1:
+            log.info("several workspace folders; indexing the first (%s)",
+                     params.workspace_folders[0].uri)
+        return uri_to_path(params.workspace_folders[0].uri)
+    if params.root_path:
+        return Path(params.root_path)
+    return None
+
+
+def editor_settings(value: Any) -> dict[str, Any] | None:
+    """Settings as editors send them: bare, or under a `filescout` section."""
+    if not isinstance(value, dict):
+        return None
+    section = value.get("filescout", value)
+    return section if isinstance(section, dict) else None
+
+
+def create_server() -> FilescoutServer:
+    server = FilescoutServer()
+
+    @server.feature(types.INITIALIZE)
+    async def initialize(ls: FilescoutServer, params: types.InitializeParams) -> None:
+        try:
+            root = workspace_root(params)
+        except InvalidParams as exc:
+            ls.startup_error = f"cannot use the workspace: {exc}"
+            return
+        if root is None:
+            ls.startup_error = "the editor sent no workspace root (rootUri or workspaceFolders)"
+            return
+        try:
+            ls.engine = await Workspace.open(root, editor_settings(params.initialization_options))
+        except WorkspaceUnavailable as exc:
+            ls.startup_error = str(exc)
+            log.error("%s", exc)
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: FilescoutServer, params: types.InitializedParams) -> None:
+        ls.initialized = True
+        handler = logsetup.ForwardingHandler(ls.send_log, asyncio.get_running_loop())
+        logging.getLogger("filescout").addHandler(handler)
+        if ls.engine is None:
+            ls.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Error,
+                message=f"filescout cannot index this workspace: {ls.startup_error}"))
+            return
+        logsetup.set_level(ls.engine.settings.log_level)
+        ls.show_warnings(ls.engine.warnings)
+        ls.engine.status_listeners.append(ls.send_status)
+        ls.engine.start_indexing(await WorkDoneProgress.create(ls, "index"))
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: FilescoutServer,
+                                       params: types.DidChangeConfigurationParams) -> None:
+        engine = ls.engine
+        if engine is None:
+            return
+        settings = params.settings
+        if settings is None and ls.supports_configuration_pull():
+            (settings,) = await ls.workspace_configuration_async(types.ConfigurationParams(
+                items=[types.ConfigurationItem(section="filescout")]))
+        warnings, rescan = engine.reconfigure(editor_settings(settings))
+        logsetup.set_level(engine.settings.log_level)
+        ls.show_warnings(warnings)
+        if rescan:
+            engine.start_indexing(await WorkDoneProgress.create(ls, "index"))
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: FilescoutServer, params: None) -> None:
+        if ls.engine is not None:
+            await ls.engine.close()
+            ls.engine = None
+        ls.startup_error = "the server is shutting down"
+
+    @server.feature(Method.GET_FILES)
+    @translate_errors
+    async def get_files(ls: FilescoutServer, params: Any) -> Any:
+        request: GetFilesParams = decode_params(params, GetFilesParams, Method.GET_FILES)
+        engine = ls.require_engine()
+        if request.partial_result_token is None:
+            return await engine.files_page(request)
+        async for batch in engine.stream_files(request):
+            ls.progress(types.ProgressParams(token=request.partial_result_token,
+                                             value=msgspec.to_builtins(batch)))
+        return []
+
+    @server.feature(Method.FIND_RELEVANT)
+    @translate_errors
+    async def find_relevant(ls: FilescoutServer, params: Any) -> Any:
+        request: FindRelevantParams = decode_params(params, FindRelevantParams,
+                                                    Method.FIND_RELEVANT)
+        result = await ls.require_engine().find_relevant(request)
+        if request.partial_result_token is not None and result.items:
+            ls.progress(types.ProgressParams(token=request.partial_result_token,
+                                             value=msgspec.to_builtins(result.items)))
+            result = msgspec.structs.replace(result, items=[])
+        return result
+
+    @server.feature(Method.DID_ACCESS)
+    async def did_access(ls: FilescoutServer, params: Any) -> None:
+        try:
+            request = decode_params(params, DidAccessParams, Method.DID_ACCESS)
+            ls.require_engine().touch(request)
+        except (InvalidParams, JsonRpcException) as exc:  # a notification has no reply
+            log.warning("%s ignored: %s", Method.DID_ACCESS, exc)
+
+    def touch_document(ls: FilescoutServer, uri: str) -> None:
+        engine = ls.engine
+        if engine is None or not uri.startswith("file:"):
+            return
+        try:
+            path = to_relative(engine.root, uri, field="uri")
+        except InvalidParams:
+            return  # a file outside the workspace: not ours
+        if path:
+            engine.touch(DidAccessParams(paths=[path]))
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: FilescoutServer, params: types.DidOpenTextDocumentParams) -> None:
+        touch_document(ls, params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: FilescoutServer, params: types.DidSaveTextDocumentParams) -> None:
+        touch_document(ls, params.text_document.uri)
+
+    @server.command(Command.REINDEX)
+    @translate_errors
+    async def reindex(ls: FilescoutServer, *args: Any) -> Any:
+        if args:
+            raise InvalidParams(f"{Command.REINDEX} takes no arguments, got {len(args)}")
+        engine = ls.require_engine()
+        return await engine.start_indexing(await WorkDoneProgress.create(ls, "reindex"))
+
+    @server.command(Command.STATUS)
+    @translate_errors
+    async def status(ls: FilescoutServer, *args: Any) -> Any:
+        if args:
+            raise InvalidParams(f"{Command.STATUS} takes no arguments, got {len(args)}")
+        return await ls.require_engine().status()
+
+    return server
+
+
+def serve(tcp: str | None = None, log_level: str = "info") -> int:
+    logsetup.configure(log_level)
+    server = create_server()
+    try:
+        if tcp:
+            host, _, port = tcp.rpartition(":")
+            server.start_tcp(host or "127.0.0.1", int(port))
+        else:
+            server.start_io()
+    finally:
+        if server.engine is not None:  # the client vanished without shutdown
+            server.engine.store.stop_threads()
+    return 0

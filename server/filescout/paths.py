@@ -1,0 +1,75 @@
+"""Workspace-relative paths: the only form in which paths enter or leave the engine.
+
+Everything a caller hands us is normalised here, and anything that would reach outside the
+workspace root is refused before it touches the file system.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urlparse
+
+from filescout.errors import InvalidParams
+
+
+def uri_to_path(uri: str) -> Path:
+    """Turn a `file://` URI into a local path."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        raise InvalidParams(f"unsupported URI scheme {parsed.scheme!r} in {uri!r}")
+    path = unquote(parsed.path)
+    if os.name == "nt" and path.startswith("/") and len(path) > 2 and path[2] == ":":
+        path = path[1:]
+    return Path(path)
+
+
+def to_relative(root: Path, value: str, *, field: str) -> str:
+    """Normalise `value` (relative path, absolute path or file URI) to a workspace-relative
+    POSIX path, refusing anything outside `root`. The empty string means the root itself."""
+    if value.startswith("file:"):
+        candidate = uri_to_path(value)
+    else:
+        candidate = Path(value)
+    if candidate.is_absolute():
+        try:
+            relative = candidate.resolve(strict=False).relative_to(root)
+        except ValueError:
+            try:
+                relative = Path(os.path.normpath(candidate)).relative_to(root)
+            except ValueError:
+                raise InvalidParams(f"{field}: {value!r} is outside the workspace") from None
+        text = relative.as_posix()
+    else:
+        text = value.replace("\\", "/")
+    normalised = posixpath.normpath(text)
+    if normalised in (".", ""):
+        return ""
+    if normalised == ".." or normalised.startswith("../") or normalised.startswith("/"):
+        raise InvalidParams(f"{field}: {value!r} is outside the workspace")
+    return normalised
+
+
+def is_inside(root: Path, path: Path) -> bool:
+    """True if `path`, with symlinks resolved, stays under `root` (itself resolved)."""
+    try:
+        path.resolve(strict=False).relative_to(root)
+    except (ValueError, OSError, RuntimeError):
+        return False
+    return True
+
+
+def normalise_glob(root: Path, pattern: str, *, field: str) -> str:
+    """Validate a gitignore-style pattern. A leading "/" anchors it at the root, as in
+    .gitignore; a pattern spelled with the root's absolute path is made relative."""
+    negate = pattern.startswith("!")
+    body = pattern[1:] if negate else pattern
+    prefix = root.as_posix().rstrip("/") + "/"
+    if body.startswith(prefix):
+        body = "/" + body[len(prefix):]
+    if ".." in PurePosixPath(body).parts:
+        raise InvalidParams(f"{field}: {pattern!r} reaches outside the workspace")
+    if not body.strip("/"):
+        raise InvalidParams(f"{field}: {pattern!r} is empty")
+    return ("!" if negate else "") + body

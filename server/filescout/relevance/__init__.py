@@ -1,0 +1,1 @@
+"""Choosing files: filters for getFiles and the stages of findRelevant."""

@@ -1,0 +1,74 @@
+"""Request filters (globs, path prefixes) and paging cursors, validated up front."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+import pathspec
+
+from filescout.errors import InvalidParams
+from filescout.paths import normalise_glob, to_relative
+
+
+class PageCursor(msgspec.Struct, forbid_unknown_fields=True):
+    after: str
+
+
+def encode_cursor(after: str) -> str:
+    return base64.urlsafe_b64encode(msgspec.json.encode(PageCursor(after))).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> PageCursor:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        return msgspec.json.decode(raw, type=PageCursor)
+    except (binascii.Error, ValueError, msgspec.DecodeError):
+        raise InvalidParams("cursor: not a cursor this server issued; pass `nextCursor` "
+                            "from the previous page") from None
+
+
+@dataclass(frozen=True)
+class PathFilter:
+    """Globs and path prefixes, both relative to the workspace root."""
+
+    prefixes: tuple[str, ...] = ()
+    spec: pathspec.GitIgnoreSpec | None = None
+
+    @classmethod
+    def build(cls, root: Path, globs: Sequence[str], paths: Sequence[str], *,
+              field_prefix: str = "") -> PathFilter:
+        prefixes = tuple(
+            to_relative(root, value, field=f"{field_prefix}paths[{index}]")
+            for index, value in enumerate(paths)
+        )
+        if "" in prefixes:
+            prefixes = ()
+        patterns = [
+            normalise_glob(root, glob, field=f"{field_prefix}globs[{index}]")
+            for index, glob in enumerate(globs)
+        ]
+        spec = None
+        if patterns:
+            if all(pattern.startswith("!") for pattern in patterns):
+                patterns.insert(0, "*")
+            try:
+                spec = pathspec.GitIgnoreSpec.from_lines(patterns)
+            except (ValueError, TypeError) as exc:
+                raise InvalidParams(f"{field_prefix}globs: {exc}") from None
+        return cls(prefixes=prefixes, spec=spec)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.prefixes and self.spec is None
+
+    def matches(self, path: str) -> bool:
+        if self.prefixes and not any(
+            path == prefix or path.startswith(prefix + "/") for prefix in self.prefixes
+        ):
+            return False
+        return self.spec is None or self.spec.match_file(path)

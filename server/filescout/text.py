@@ -1,0 +1,56 @@
+"""Identifier-aware word splitting, shared by indexing and querying so both agree.
+
+`parseHTTPHeader_v2` -> parse, http, header, v2 (plus the whole identifier), which is what lets
+a question in plain words find code named in camelCase or snake_case.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
+
+STOPWORDS = frozenset(
+    """a an and are as at be been but by can could did do does doing for from had has have
+    how i if in into is it its it's of on or our should so such that the their them then there
+    these they this those to too was we were what when where which while who why will with
+    would you your""".split()
+)
+
+
+def split_identifier(identifier: str) -> list[str]:
+    """Lower-cased parts of a snake_case / camelCase / PascalCase identifier."""
+    parts: list[str] = []
+    for chunk in identifier.split("_"):
+        if chunk:
+            parts.extend(match.group(0).lower() for match in CAMEL_PART.finditer(chunk))
+    return parts
+
+
+def words(text: str, *, keep_whole: bool = True, min_length: int = 2) -> Iterator[str]:
+    """Lower-cased words of `text`, identifiers split into their parts; stopwords dropped."""
+    for match in IDENTIFIER.finditer(text):
+        token = match.group(0)
+        parts = split_identifier(token) if not token.isdigit() else [token]
+        whole = token.lower().strip("_")
+        if keep_whole and len(parts) > 1 and len(whole) >= min_length:
+            yield whole
+        for part in parts:
+            if len(part) >= min_length and part not in STOPWORDS:
+                yield part
+
+
+def unique_words(text: str) -> list[str]:
+    return list(dict.fromkeys(words(text)))
+
+
+def path_words(path: str) -> str:
+    """The words of a path, for full-text indexing (`src/httpClient.ts` -> `src http client
+    httpclient ts`)."""
+    return " ".join(dict.fromkeys(words(path)))
+
+
+def join_words(items: Iterable[str]) -> str:
+    return " ".join(dict.fromkeys(word for item in items for word in words(item)))

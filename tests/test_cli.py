@@ -1,0 +1,140 @@
+"""The CLI runs the same engine as the server: index, list, find, status."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import SAMPLE_FILES, make_workspace
+
+
+@pytest.fixture
+def run(tmp_path: Path):
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "FILESCOUT_CACHE_DIR": ""}
+
+    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run([sys.executable, "-m", "filescout", *args], env=env,
+                                capture_output=True, text=True, timeout=120)
+        if check:
+            assert result.returncode == 0, result.stderr
+        return result
+
+    return run
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    return make_workspace(tmp_path / "ws", git=True)
+
+
+def test_index_files_find_status(run, workspace: Path) -> None:
+    indexed = run("index", str(workspace))
+    assert f"{len(SAMPLE_FILES)} files" in indexed.stdout
+
+    listed = run("files", str(workspace), "--json", "--no-refresh")
+    items = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert sorted(item["path"] for item in items) == sorted(SAMPLE_FILES)
+    assert all(item["summary"] for item in items)
+
+    text = run("files", str(workspace), "--glob", "*.ts")
+    assert text.stdout.startswith("web/checkoutForm.ts\t")
+    assert len(text.stdout.splitlines()) == 1
+
+    found = run("find", str(workspace), "refund", "a", "stripe", "charge", "--json")
+    result = json.loads(found.stdout)
+    assert result["items"][0]["path"] == "src/shop/payments/stripe_gateway.py"
+
+    plain = run("find", str(workspace), "shopping cart totals", "--limit", "2")
+    assert plain.stdout.splitlines()[0].endswith("src/shop/cart.py  [prefilter " +
+                                                 plain.stdout.splitlines()[0].split("prefilter ")[1])
+    assert "src/shop/cart.py" in plain.stdout.splitlines()[0]
+
+    status = json.loads(run("status", str(workspace), "--json").stdout)
+    assert status["files"] == len(SAMPLE_FILES)
+    assert status["byStatus"] == {"annotated": len(SAMPLE_FILES)}
+
+
+def test_find_defaults_to_current_directory(run, workspace: Path) -> None:
+    os.chdir(workspace)
+    result = json.loads(run("find", "checkout address validation", "--json").stdout)
+    assert result["items"][0]["path"] == "web/checkoutForm.ts"
+
+
+def test_missing_workspace_is_a_clear_error(run, tmp_path: Path) -> None:
+    result = run("status", str(tmp_path / "nowhere"), check=False)
+    assert result.returncode == 1
+    assert "is not a directory" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_glob_is_a_clear_error(run, workspace: Path) -> None:
+    result = run("files", str(workspace), "--glob", "../*.py", check=False)
+    assert result.returncode == 1
+    assert "reaches outside the workspace" in result.stderr
+
+
+def test_index_draws_a_progress_bar_on_a_terminal(tmp_path: Path, workspace: Path) -> None:
+    import pty
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "FILESCOUT_CACHE_DIR": ""}
+    process = subprocess.Popen([sys.executable, "-m", "filescout", "index", str(workspace)],
+                               env=env, stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    assert process.wait(timeout=60) == 0
+    os.close(leader)
+    assert b"indexing [" in drawn and b"%" in drawn
+    assert b"\r" in drawn
+
+
+def test_serve_over_tcp(tmp_path: Path, workspace: Path) -> None:
+    import socket
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "FILESCOUT_CACHE_DIR": ""}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "filescout", "serve", "--tcp", f"127.0.0.1:{port}"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                connection = socket.create_connection(("127.0.0.1", port), timeout=10)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "server did not listen"
+                time.sleep(0.1)
+        with connection:
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "processId": None, "rootUri": workspace.as_uri(), "capabilities": {}}}).encode()
+            connection.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            received = b""
+            while b"\r\n\r\n" not in received:
+                received += connection.recv(4096)
+            header, _, rest = received.partition(b"\r\n\r\n")
+            length = int(header.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+            while len(rest) < length:
+                rest += connection.recv(4096)
+            reply = json.loads(rest[:length])
+        assert reply["id"] == 1
+        assert "filescout.reindex" in reply["result"]["capabilities"]["executeCommandProvider"]["commands"]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
