@@ -46,12 +46,16 @@ SAMPLE_FILES: dict[str, str] = {
     "scripts/deploy.sh": "#!/bin/sh\n# Deploy the shop to production.\nrsync -a build/ server:/srv/shop\n",
     ".gitignore": "*.log\nbuild/\n",
 }
-# Files that exist but must never be listed: ignored, binary, or excluded by default.
+# Recorded in the index (kind "binary", status "skipped") but left out of getFiles by default.
+SAMPLE_BINARY: dict[str, bytes] = {
+    "assets/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)),
+}
+# Files that exist but must never be indexed: ignored or excluded by default.
 SAMPLE_HIDDEN: dict[str, bytes] = {
     "debug.log": b"2026-01-01 something happened\n",
     "build/bundle.js": b"console.log('built')\n",
     "node_modules/leftpad/index.js": b"module.exports = () => {}\n",
-    "assets/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)),
+    **SAMPLE_BINARY,
 }
 
 
@@ -73,6 +77,19 @@ def make_workspace(root: Path, *, git: bool) -> Path:
     return root
 
 
+def make_large_workspace(root: Path, files: int) -> Path:
+    """Many small source files in nested directories, for tests that need indexing to take a
+    while. Sizes grow with the index, so the default order is predictable: small first."""
+    root.mkdir(parents=True, exist_ok=True)
+    for index in range(files):
+        path = root / f"pkg{index % 20}" / f"mod{index % 7}" / f"unit_{index:05d}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        body = "".join(f"def helper_{index}_{n}(value):\n    return value + {n}\n\n"
+                       for n in range(1 + index % 5))
+        path.write_text(f'"""Unit {index} of the sample."""\n\n{body}' + "# pad\n" * (index // 50))
+    return root
+
+
 def run_git(root: Path, *args: str) -> None:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
@@ -89,6 +106,7 @@ class TestClient(LanguageClient):
         self.partial_results: dict[str | int, list[list[Any]]] = {}
         self.notifications: dict[str, list[Any]] = {}
         self.initialize_result: types.InitializeResult | None = None
+        self.registrations: list[types.Registration] = []
 
 
 def make_client() -> TestClient:
@@ -104,6 +122,10 @@ def make_client() -> TestClient:
         else:
             default_progress_handler(ls, params)
 
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def on_register(ls: TestClient, params: types.RegistrationParams) -> None:
+        ls.registrations.extend(params.registrations)
+
     @client.feature("filescout/status")
     def on_status(ls: TestClient, params: Any) -> None:
         ls.notifications.setdefault("filescout/status", []).append(params)
@@ -112,11 +134,13 @@ def make_client() -> TestClient:
 
 
 async def start_client(root: Path, cache: Path, *, init_options: dict[str, Any] | None = None,
-                       editor: str = "visual_studio_code") -> TestClient:
+                       editor: str = "visual_studio_code",
+                       env: dict[str, str] | None = None) -> TestClient:
     config = ClientServerConfig(
         server_command=SERVER_COMMAND,
         client_factory=make_client,
-        server_env={**os.environ, "XDG_CACHE_HOME": str(cache), "FILESCOUT_CACHE_DIR": ""},
+        server_env={**os.environ, "XDG_CACHE_HOME": str(cache), "FILESCOUT_CACHE_DIR": "",
+                    **(env or {})},
     )
     client = await config.start()
     params = types.InitializeParams(
@@ -153,11 +177,11 @@ async def wait_until(predicate: Callable[[], bool], *, timeout: float = 30.0,
 
 
 async def wait_for_indexing(client: LanguageClient, prefix: str = "filescout/index",
-                            count: int = 1) -> None:
+                            count: int = 1, timeout: float = 60.0) -> None:
     """Wait until `count` work-done progresses whose token starts with `prefix` have ended."""
     await wait_until(
         lambda: sum(ended(client, token) for token in progress_tokens(client, prefix)) >= count,
-        message=f"{count} progress '{prefix}' to end",
+        message=f"{count} progress '{prefix}' to end", timeout=timeout,
     )
 
 
@@ -170,6 +194,23 @@ async def get_files_streamed(client: LanguageClient, token: str, **params: Any) 
 async def execute(client: LanguageClient, command: str, *arguments: Any) -> Any:
     return await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command=command, arguments=list(arguments) or None))
+
+
+async def file_item(client: LanguageClient, path: str) -> dict[str, Any] | None:
+    page = as_dict(await client.protocol.send_request_async("files/getFiles", {"paths": [path]}))
+    return page["items"][0] if page["items"] else None
+
+
+def query_db(db_path: str | Path, sql: str, *args: Any) -> list[tuple]:
+    """Read the index directly: it is a real SQLite file, and some properties (no duplicate
+    rows, the FTS table in step with the files) are only visible there."""
+    import sqlite3
+
+    connection = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        return connection.execute(sql, args).fetchall()
+    finally:
+        connection.close()
 
 
 def as_dict(value: Any) -> Any:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from support import SAMPLE_FILES, make_workspace
+from support import SAMPLE_BINARY, SAMPLE_FILES, make_workspace
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def workspace(tmp_path: Path) -> Path:
 
 def test_index_files_find_status(run, workspace: Path) -> None:
     indexed = run("index", str(workspace))
-    assert f"{len(SAMPLE_FILES)} files" in indexed.stdout
+    assert f"{len(SAMPLE_FILES) + len(SAMPLE_BINARY)} files" in indexed.stdout
 
     listed = run("files", str(workspace), "--json", "--no-refresh")
     items = [json.loads(line) for line in listed.stdout.splitlines()]
@@ -55,8 +55,8 @@ def test_index_files_find_status(run, workspace: Path) -> None:
     assert "src/shop/cart.py" in plain.stdout.splitlines()[0]
 
     status = json.loads(run("status", str(workspace), "--json").stdout)
-    assert status["files"] == len(SAMPLE_FILES)
-    assert status["byStatus"] == {"annotated": len(SAMPLE_FILES)}
+    assert status["files"] == len(SAMPLE_FILES) + len(SAMPLE_BINARY)
+    assert status["byStatus"] == {"annotated": len(SAMPLE_FILES), "skipped": len(SAMPLE_BINARY)}
 
 
 def test_find_defaults_to_current_directory(run, workspace: Path) -> None:

@@ -10,6 +10,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from support import (
+    SAMPLE_BINARY,
     SAMPLE_FILES,
     as_dict,
     execute,
@@ -98,7 +99,7 @@ async def test_edit_then_reindex_updates_the_entry(client, workspace: Path) -> N
     target.write_text('"""Wishlist storage for saved products."""\n\nclass Wishlist:\n    pass\n')
     result = as_dict(await execute(client, "filescout.reindex"))
     assert result["changed"] == 1 and result["added"] == 0 and result["removed"] == 0
-    assert result["files"] == len(TEXT_FILES)
+    assert result["files"] == len(TEXT_FILES) + len(SAMPLE_BINARY)
     await wait_for_indexing(client, "filescout/reindex")
     page = as_dict(await client.protocol.send_request_async(
         "files/getFiles", {"paths": ["src/shop/cart.py"]}))
@@ -178,8 +179,10 @@ async def test_find_relevant_streams_with_partial_result_token(client) -> None:
 async def test_status_command(client, workspace: Path) -> None:
     status = as_dict(await execute(client, "filescout.status"))
     assert status["root"] == str(workspace.resolve())
-    assert status["files"] == len(TEXT_FILES)
-    assert status["byStatus"] == {"annotated": len(TEXT_FILES)}
+    assert status["files"] == len(TEXT_FILES) + len(SAMPLE_BINARY)
+    assert status["byStatus"] == {"annotated": len(TEXT_FILES), "skipped": len(SAMPLE_BINARY)}
+    assert status["byKind"]["binary"] == len(SAMPLE_BINARY)
+    assert status["role"] == "writer"
     assert status["phase"] == "idle"
     assert status["lastScan"].endswith("Z")
     assert Path(status["dbPath"]).exists()
@@ -208,7 +211,7 @@ async def test_restart_is_incremental(workspace: Path, tmp_path: Path) -> None:
     try:
         await wait_for_indexing(client)
         result = as_dict(await execute(client, "filescout.reindex"))
-        assert result["changed"] == 0 and result["unchanged"] == len(TEXT_FILES)
+        assert result["changed"] == 0 and result["unchanged"] == len(TEXT_FILES) + len(SAMPLE_BINARY)
         page = as_dict(await client.protocol.send_request_async(
             "files/getFiles", {"paths": ["README.md"]}))
         assert "gift cards" in page["items"][0]["summary"]

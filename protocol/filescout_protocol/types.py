@@ -78,6 +78,9 @@ class ErrorCode(IntEnum):
     """The client cancelled the request (`$/cancelRequest`)."""
     WORKSPACE_UNAVAILABLE = -32010
     """The server has no workspace root, or its index could not be opened."""
+    READ_ONLY = -32011
+    """Another filescout process writes this workspace's index; this one serves reads and
+    takes over when that process exits."""
 
 
 class _Params(Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
@@ -99,12 +102,22 @@ class Settings(_Payload, forbid_unknown_fields=True):
     ] = None
     max_file_size: Annotated[
         int,
-        Meta(ge=1, description="Files larger than this many bytes are not indexed."),
+        Meta(ge=1, description="Files larger than this many bytes are recorded but not annotated."),
     ] = 1_048_576
     exclude: Annotated[
         list[Glob],
         Meta(description="Extra gitignore-style patterns to leave out of the index."),
     ] = []
+    include: Annotated[
+        list[Glob],
+        Meta(description="Patterns to index even when .gitignore, the built-in defaults or "
+             "`exclude` leave them out."),
+    ] = []
+    reconcile_interval: Annotated[
+        Union[Annotated[int, Meta(ge=0)], None],
+        Meta(description="Seconds between background checks for changes the editor did not "
+             "report (0: never). Default: 60, or 600 when the editor watches files."),
+    ] = None
     log_level: Literal["error", "warning", "info", "debug"] = "info"
 
 
@@ -237,6 +250,13 @@ class StatusResult(_Payload):
         Union[str, None],
         Meta(description="When the last full scan finished, ISO 8601 UTC."),
     ]
+    role: Annotated[
+        Literal["writer", "reader"],
+        Meta(description="reader: another filescout process indexes this workspace and this "
+             "one serves reads from the same index."),
+    ] = "writer"
+    writer_pid: Union[int, None] = None
+    queued: Annotated[int, Meta(description="Files waiting in the annotation queue.")] = 0
     last_error: Union[str, None] = None
 
 
@@ -246,6 +266,7 @@ class ReindexResult(_Payload):
     added: int
     changed: int
     removed: int
+    renamed: Annotated[int, Meta(description="Removed files whose content reappeared elsewhere.")]
     unchanged: int
     files: int
     elapsed_ms: int

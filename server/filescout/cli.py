@@ -63,8 +63,15 @@ async def _with_workspace(path: str, refresh: bool, action: Callable[[Workspace]
     try:
         for warning in engine.warnings:
             print(f"filescout: {warning}", file=sys.stderr)
-        if refresh:
-            engine.start_indexing(TerminalProgress())
+        if refresh and engine.role == "reader":
+            print(f"filescout: another filescout process (pid {engine.lock.holder()}) is "
+                  "indexing this workspace; answering from its index", file=sys.stderr)
+        elif refresh:
+            async def terminal_progress(kind: str) -> TerminalProgress:
+                return TerminalProgress()
+
+            engine.progress_factory = terminal_progress
+            engine.start_indexing("index")
             await engine.wait_idle()
             if engine.last_error:
                 print(f"filescout: {engine.last_error}", file=sys.stderr)

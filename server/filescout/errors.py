@@ -13,3 +13,7 @@ class InvalidParams(FilescoutError):
 
 class WorkspaceUnavailable(FilescoutError):
     """The workspace or its index cannot be used."""
+
+
+class ReadOnly(FilescoutError):
+    """This process serves reads; another one writes the index."""

@@ -24,6 +24,7 @@ def configure(level: str = "info") -> None:
     logging.getLogger("filescout").setLevel(LEVELS.get(level, logging.INFO))
     for name in QUIET_LIBRARIES:  # pygls logs every payload at INFO
         logging.getLogger(name).setLevel(logging.WARNING)
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(ExpectedErrorsFilter())
 
 
 def set_level(level: str) -> None:
@@ -50,3 +51,16 @@ class ForwardingHandler(logging.Handler):
                 self._loop.call_soon_threadsafe(self._send, record.levelno, message)
         except Exception:  # logging must never take the server down
             self.handleError(record)
+
+
+class ExpectedErrorsFilter(logging.Filter):
+    """pygls logs every error a handler raises with a traceback; errors we raise on purpose
+    (bad params, read-only, cancelled) are answers to the client, not server faults."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        code = getattr(error, "code", None)
+        return not (isinstance(code, int) and code in EXPECTED_ERROR_CODES)
+
+
+EXPECTED_ERROR_CODES = frozenset({-32602, -32800, -32010, -32011, -32002})

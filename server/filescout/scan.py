@@ -1,7 +1,8 @@
 """Enumerate the workspace, detect what changed since the last scan, hash what did.
 
-Synchronous on purpose: the engine runs it in a worker thread, and plain loops over `os.stat`
-and `read` are the fastest thing Python has for this.
+Synchronous on purpose: the engine runs it in a worker thread and consumes its batches as they
+come, so hashing overlaps with the database writes. Paths are plain strings throughout;
+pathlib costs more than the stat calls it wraps.
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ import logging
 import os
 import stat as stat_mod
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import xxhash
 
-from filescout.classify import BINARY_SNIFF_BYTES, classify, is_binary
+from filescout.classify import BINARY_SNIFF_BYTES, SkipReason, classify
 from filescout.ignore import IgnoreRules, read_ignore_file
 
 log = logging.getLogger(__name__)
@@ -24,84 +25,133 @@ log = logging.getLogger(__name__)
 ProgressCallback = Callable[[int, int], None]
 """(files examined, files in total)"""
 
+BATCH_SIZE = 2000
+OVERSIZED_HASH_BYTES = 1 << 20
 
-@dataclass(frozen=True, slots=True)
-class KnownFile:
-    size: int
-    mtime_ns: int
-    hash: str
+
+KnownFile = tuple[str, int, int]
+"""(path, size, mtime_ns) as the index has it: the store's own row, so loading 100K of them
+creates no objects beyond what SQLite hands over."""
 
 
 @dataclass(slots=True)
-class ScannedFile:
+class FileRecord:
+    """What the index keeps about one file."""
+
     path: str
     size: int
     mtime_ns: int
     hash: str
     language: str | None
     kind: str
-    sensitive: bool
+    skip_reason: SkipReason | None
 
 
 @dataclass(slots=True)
-class ScanResult:
-    changed: list[ScannedFile] = field(default_factory=list)
+class ScanBatch:
+    changed: list[FileRecord] = field(default_factory=list)
     """New files and files whose content or stat changed."""
     removed: list[str] = field(default_factory=list)
-    unchanged: int = 0
-    skipped: int = 0
-    """Files seen but left out: binary, oversized, unreadable."""
+    """Known files that are gone (only in the last batch of a full scan)."""
     added: int = 0
-    """How many of `changed` were not in the index before."""
-    source: str = "walk"
+    unchanged: int = 0
+
+
+@dataclass(slots=True)
+class Listing:
+    paths: list[str]
+    source: str
 
 
 def content_hash(data: bytes) -> str:
     return xxhash.xxh3_128_hexdigest(data)
 
 
-def git_ls_files(root: Path) -> list[str] | None:
-    """Tracked plus untracked-but-not-ignored files, or None outside a git work tree."""
-    if not (root / ".git").exists():
-        try:
-            inside = subprocess.run(
-                ["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"],
-                capture_output=True, text=True, timeout=10, check=False,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        if inside.returncode != 0 or inside.stdout.strip() != "true":
-            return None
+def _git(root: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[bytes] | None:
     try:
-        listing = subprocess.run(
-            ["git", "-c", "core.quotepath=off", "-C", str(root), "ls-files", "--cached",
-             "--others", "--exclude-standard", "-z"],
-            capture_output=True, timeout=300, check=False,
-        )
+        return subprocess.run(["git", "-c", "core.quotepath=off", "-C", str(root), *args],
+                              capture_output=True, timeout=timeout, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
-        log.warning("git ls-files failed (%s); walking the tree instead", exc)
+        log.warning("git %s failed: %s", args[0], exc)
         return None
-    if listing.returncode != 0:
-        log.warning("git ls-files failed: %s; walking the tree instead",
-                    listing.stderr.decode(errors="replace").strip())
+
+
+def _nul_split(output: bytes) -> list[str]:
+    return [name for name in output.decode("utf-8", errors="surrogateescape").split("\0") if name]
+
+
+def in_git_work_tree(root: Path) -> bool:
+    if (root / ".git").exists():
+        return True
+    result = _git(root, "rev-parse", "--is-inside-work-tree", timeout=10)
+    return result is not None and result.returncode == 0 and result.stdout.strip() == b"true"
+
+
+def git_ls_files(root: Path, rules: IgnoreRules) -> list[str] | None:
+    """Tracked plus untracked-but-not-ignored files, then git-ignored files that filescout's
+    re-include patterns bring back; None when git cannot list the tree."""
+    if not in_git_work_tree(root):
         return None
-    names = listing.stdout.decode("utf-8", errors="surrogateescape").split("\0")
-    return list(dict.fromkeys(name for name in names if name))
+    listing = _git(root, "ls-files", "--cached", "--others", "--exclude-standard", "-z")
+    if listing is None or listing.returncode != 0:
+        if listing is not None:
+            log.warning("git ls-files failed: %s", listing.stderr.decode(errors="replace").strip())
+        return None
+    paths = [path for path in dict.fromkeys(_nul_split(listing.stdout))
+             if not rules.is_ignored_after_git(path, git_ignored=False)]
+    if rules.has_reincludes:
+        paths.extend(_git_reincluded(root, rules))
+    return paths
+
+
+def _git_reincluded(root: Path, rules: IgnoreRules) -> list[str]:
+    ignored = _git(root, "ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z")
+    if ignored is None or ignored.returncode != 0:
+        return []
+    found: list[str] = []
+    for entry in _nul_split(ignored.stdout):
+        if entry.endswith("/"):
+            directory = entry.rstrip("/")
+            if rules.may_reinclude_below(directory):
+                candidates: Iterable[str] = _walk_all(root, directory)
+            else:
+                continue
+        else:
+            candidates = (entry,)
+        found.extend(path for path in candidates
+                     if not rules.is_ignored_after_git(path, git_ignored=True))
+    return found
+
+
+def _walk_all(root: Path, directory: str) -> Iterator[str]:
+    """Every file below `directory`, symlinked directories not entered."""
+    base = str(root)
+    for current, dirnames, filenames in os.walk(os.path.join(base, directory)):
+        dirnames[:] = [name for name in dirnames
+                       if not os.path.islink(os.path.join(current, name)) and name != ".git"]
+        relative_dir = os.path.relpath(current, base).replace(os.sep, "/")
+        for name in filenames:
+            yield f"{relative_dir}/{name}"
 
 
 def walk(root: Path, rules: IgnoreRules) -> list[str]:
-    """A directory walk honoring nested .gitignore files; symlinked directories are not
-    entered (they may lead out of the workspace or into cycles)."""
+    """A directory walk honoring nested .gitignore files and .git/info/exclude; symlinked
+    directories are not entered (they may lead out of the workspace or into cycles)."""
+    base = str(root)
+    exclude_file = root / ".git" / "info" / "exclude"
+    if exclude_file.is_file():
+        rules.add_gitignore("", read_ignore_file(exclude_file))
     found: list[str] = []
     stack: list[str] = [""]
     while stack:
         directory = stack.pop()
-        absolute = root / directory if directory else root
-        gitignore = absolute / ".gitignore"
-        if gitignore.is_file():
-            rules.add_gitignore(directory, read_ignore_file(gitignore))
+        absolute = os.path.join(base, directory) if directory else base
+        gitignore = os.path.join(absolute, ".gitignore")
+        if os.path.isfile(gitignore):
+            rules.add_gitignore(directory, read_ignore_file(Path(gitignore)))
         try:
-            entries = sorted(os.scandir(absolute), key=lambda entry: entry.name)
+            with os.scandir(absolute) as iterator:
+                entries = sorted(iterator, key=lambda entry: entry.name)
         except OSError as exc:
             log.warning("cannot list %s: %s", absolute, exc)
             continue
@@ -110,7 +160,7 @@ def walk(root: Path, rules: IgnoreRules) -> list[str]:
             relative = f"{directory}/{entry.name}" if directory else entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if not rules.is_ignored(relative, is_dir=True):
+                    if not rules.is_ignored(relative, is_dir=True) or rules.may_reinclude_below(relative):
                         subdirs.append(relative)
                 elif not rules.is_ignored(relative):
                     found.append(relative)
@@ -120,86 +170,141 @@ def walk(root: Path, rules: IgnoreRules) -> list[str]:
     return found
 
 
-def enumerate_files(root: Path, rules: IgnoreRules) -> tuple[list[str], str]:
+def enumerate_files(root: Path, rules: IgnoreRules) -> Listing:
     """Workspace-relative paths of candidate files, and how they were found."""
-    listed = git_ls_files(root)
+    listed = git_ls_files(root, rules)
     if listed is None:
-        return walk(root, rules), "walk"
-    return [path for path in listed if not rules.is_ignored(path)], "git"
+        return Listing(walk(root, rules), "walk")
+    return Listing(listed, "git")
 
 
-def _stat_inside(root: Path, absolute: Path) -> os.stat_result | None:
+def stat_inside(root: str, relative: str) -> os.stat_result | None:
     """Stat a regular file; a symlink counts only if it resolves inside the root."""
+    absolute = f"{root}/{relative}"
     try:
         info = os.lstat(absolute)
         if stat_mod.S_ISLNK(info.st_mode):
-            target = absolute.resolve(strict=True)
-            target.relative_to(root)
+            target = os.path.realpath(absolute)
+            if os.path.commonpath([root, target]) != root:
+                return None
             info = os.stat(target)
-    except (OSError, ValueError, RuntimeError):
+    except (OSError, ValueError):
         return None
     return info if stat_mod.S_ISREG(info.st_mode) else None
+
+
+def read_record(root: str, relative: str, info: os.stat_result, max_file_size: int) -> FileRecord | None:
+    """Hash and classify one file. Oversized files are hashed by their first megabyte and
+    size: enough to notice change, never a reason to read gigabytes."""
+    oversized = info.st_size > max_file_size
+    try:
+        with open(f"{root}/{relative}", "rb") as handle:
+            data = handle.read(OVERSIZED_HASH_BYTES if oversized else -1)
+    except OSError as exc:
+        log.debug("cannot read %s: %s", relative, exc)
+        return None
+    classification = classify(relative, data[:BINARY_SNIFF_BYTES])
+    digest = content_hash(data) if not oversized else f"{content_hash(data)[:24]}{info.st_size:08x}"
+    return FileRecord(
+        path=relative,
+        size=info.st_size,
+        mtime_ns=info.st_mtime_ns,
+        hash=digest,
+        language=classification.language,
+        kind=classification.kind,
+        skip_reason=classification.skip_reason(oversized=oversized),
+    )
 
 
 def scan(
     root: Path,
     known: Mapping[str, KnownFile],
-    rules: IgnoreRules,
+    listing: Listing,
     *,
     max_file_size: int,
     progress: ProgressCallback | None = None,
     is_cancelled: Callable[[], bool] = lambda: False,
-) -> ScanResult:
-    """Compare the workspace with `known` (the index's view): stat first, hash only when the
-    stat changed."""
-    paths, source = enumerate_files(root, rules)
-    result = ScanResult(source=source)
-    total = len(paths)
+    batch_size: int = BATCH_SIZE,
+) -> Iterator[ScanBatch]:
+    """Compare the listed files with `known` (the index's view): stat first, read and hash
+    only when the stat changed. Yields batches; the last one carries the removed paths."""
+    base = str(root)
+    prefix = base + "/"
+    total = len(listing.paths)
+    batch = ScanBatch()
     seen: set[str] = set()
-    for index, relative in enumerate(paths):
-        if progress is not None and index % 500 == 0:
-            progress(index, total)
+    lstat, is_regular, known_get = os.lstat, stat_mod.S_ISREG, known.get  # the hot loop
+    for index, relative in enumerate(listing.paths):
+        if index % 1000 == 0:
+            if progress is not None:
+                progress(index, total)
             if is_cancelled():
                 raise InterruptedError("scan cancelled")
-        info = _stat_inside(root, root / relative)
-        if info is None or info.st_size > max_file_size:
-            result.skipped += 1
+        try:
+            info = lstat(prefix + relative)
+        except OSError:
             continue
-        previous = known.get(relative)
-        if previous is not None and previous.size == info.st_size and previous.mtime_ns == info.st_mtime_ns:
+        if not is_regular(info.st_mode):
+            info = stat_inside(base, relative)  # a symlink, or not a file at all
+            if info is None:
+                continue
+        previous = known_get(relative)
+        if previous is not None and previous[1] == info.st_size and previous[2] == info.st_mtime_ns:
             seen.add(relative)
-            result.unchanged += 1
+            batch.unchanged += 1
             continue
-        scanned = read_and_classify(root, relative, info)
-        if scanned is None:
-            result.skipped += 1
+        record = read_record(base, relative, info, max_file_size)
+        if record is None:
             continue
         seen.add(relative)
-        result.changed.append(scanned)
-        result.added += previous is None
+        batch.changed.append(record)
+        batch.added += previous is None
+        if len(batch.changed) >= batch_size:
+            yield batch
+            batch = ScanBatch()
     if progress is not None:
         progress(total, total)
-    result.removed = [path for path in known if path not in seen]
-    return result
+    batch.removed = [path for path in known if path not in seen]
+    yield batch
 
 
-def read_and_classify(root: Path, relative: str, info: os.stat_result) -> ScannedFile | None:
+def scan_paths(root: Path, paths: Iterable[str], known: Mapping[str, KnownFile],
+               rules: IgnoreRules, *, git_mode: bool, max_file_size: int) -> ScanBatch:
+    """Re-examine a few paths (a save, a watcher event): changed ones are re-read, vanished or
+    now-ignored ones are reported removed."""
+    base = str(root)
+    batch = ScanBatch()
+    candidates = list(dict.fromkeys(paths))
+    # Indexed paths passed the rules already (a rule change triggers a full rescan instead).
+    ignored = git_check_ignore(root, [p for p in candidates if p not in known]) if git_mode else set()
+    for relative in candidates:
+        excluded = (rules.is_ignored_after_git(relative, git_ignored=relative in ignored)
+                    if git_mode else rules.is_ignored(relative))
+        info = None if excluded else stat_inside(base, relative)
+        previous = known.get(relative)
+        if info is None:
+            if previous is not None:
+                batch.removed.append(relative)
+            continue
+        if previous is not None and previous[1] == info.st_size and previous[2] == info.st_mtime_ns:
+            batch.unchanged += 1
+            continue
+        record = read_record(base, relative, info, max_file_size)
+        if record is not None:
+            batch.changed.append(record)
+            batch.added += previous is None
+    return batch
+
+
+def git_check_ignore(root: Path, paths: list[str]) -> set[str]:
+    """Which of `paths` git ignores (one `git check-ignore --stdin` for all of them)."""
+    if not paths:
+        return set()
     try:
-        with open(root / relative, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        log.debug("cannot read %s: %s", relative, exc)
-        return None
-    head = data[:BINARY_SNIFF_BYTES]
-    if is_binary(head):
-        return None
-    classification = classify(relative, head)
-    return ScannedFile(
-        path=relative,
-        size=len(data),
-        mtime_ns=info.st_mtime_ns,
-        hash=content_hash(data),
-        language=classification.language,
-        kind=classification.kind,
-        sensitive=classification.sensitive,
-    )
+        result = subprocess.run(
+            ["git", "-C", str(root), "check-ignore", "--stdin", "-z"],
+            input=b"\0".join(path.encode("utf-8", "surrogateescape") for path in paths) + b"\0",
+            capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return set(_nul_split(result.stdout))

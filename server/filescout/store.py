@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -20,14 +21,14 @@ from pathlib import Path
 import aiosqlite
 import msgspec
 
-from filescout.scan import KnownFile, ScannedFile
+from filescout.scan import FileRecord, KnownFile
 from filescout.text import join_words, path_words
 from filescout_protocol.types import FileItem
 
 log = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x46534354  # "FSCT": marks a SQLite file as a filescout index
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 5000
 
 MIGRATIONS: dict[int, str] = {
@@ -62,14 +63,35 @@ MIGRATIONS: dict[int, str] = {
         tokenize = 'porter unicode61 remove_diacritics 2'
     );
     """,
+    2: """
+    ALTER TABLE files ADD COLUMN skip_reason TEXT;
+    UPDATE files SET skip_reason = CASE
+        WHEN sensitive THEN 'sensitive'
+        WHEN kind IN ('binary', 'generated') THEN kind
+    END;
+    ALTER TABLE files DROP COLUMN sensitive;
+    CREATE TABLE access (
+        path TEXT PRIMARY KEY,
+        count INTEGER NOT NULL,
+        last_access REAL NOT NULL,
+        rank REAL NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX access_by_rank ON access(rank);
+    """,
 }
 
-SKIPPED_KINDS = ("binary", "generated")
+# Frecency: every access adds 1 (times its weight) to a score that halves every HALF_LIFE. The
+# stored `rank` is that score in log space shifted to a fixed epoch, so ordering by rank is
+# ordering by the current decayed score, without rewriting rows as time passes.
+HALF_LIFE_SECONDS = 3 * 24 * 3600
+DECAY = math.log(2) / HALF_LIFE_SECONDS
+KIND_ORDER_SQL = """CASE f.kind WHEN 'source' THEN 0 WHEN 'test' THEN 1 WHEN 'config' THEN 2
+    WHEN 'docs' THEN 3 WHEN 'other' THEN 4 ELSE 5 END"""
 
 # Status is derived, never stored: it follows from the file's kind and whose annotation it shows.
 STATUS_SQL = """
     CASE
-        WHEN f.sensitive OR f.kind IN ('binary', 'generated') THEN 'skipped'
+        WHEN f.skip_reason IS NOT NULL THEN 'skipped'
         WHEN f.annotator IS NULL THEN 'pending'
         WHEN f.annotator = :current THEN 'annotated'
         ELSE 'stale'
@@ -77,7 +99,7 @@ STATUS_SQL = """
 """
 FILE_ITEM_SQL = f"""
     SELECT f.path, COALESCE(a.summary, ''), COALESCE(a.tags, '[]'), f.language, f.kind,
-           f.size, f.mtime_ns, {STATUS_SQL}, f.annotator, f.sensitive
+           f.size, f.mtime_ns, {STATUS_SQL}, f.annotator, f.skip_reason
     FROM files AS f
     LEFT JOIN annotations AS a ON a.hash = f.hash AND a.annotator = f.annotator
 """
@@ -120,17 +142,16 @@ class IndexUnusable(Exception):
     """The file exists but is not a filescout index this version can use."""
 
 
-def skipped_summary(kind: str, sensitive: bool) -> str:
-    """What we can say about a file whose content is never read."""
-    if sensitive:
-        return "Sensitive file (secrets or credentials); content not read."
-    return {"binary": "Binary file; content not read.",
-            "generated": "Generated or minified file; content not annotated."}.get(
-        kind, "Content not annotated.")
+SKIPPED_SUMMARIES = {
+    "sensitive": "Sensitive file (secrets or credentials); content not read.",
+    "binary": "Binary file; content not read.",
+    "generated": "Generated or minified file; content not annotated.",
+    "oversized": "Large file; too big to annotate.",
+}
 
 
 def _file_item(row: Sequence) -> FileItem:
-    summary = row[1] or (skipped_summary(row[4], bool(row[9])) if row[7] == "skipped" else "")
+    summary = row[1] or (SKIPPED_SUMMARIES.get(row[9], "") if row[9] else "")
     return FileItem(
         path=row[0],
         summary=summary,
@@ -150,7 +171,8 @@ def prefix_range(prefix: str) -> tuple[str, str]:
 
 
 class Store:
-    def __init__(self, path: Path, writer: aiosqlite.Connection, reader: aiosqlite.Connection):
+    def __init__(self, path: Path, writer: aiosqlite.Connection | None,
+                 reader: aiosqlite.Connection):
         self.path = path
         self._writer = writer
         self._reader = reader
@@ -161,29 +183,47 @@ class Store:
 
     @classmethod
     async def open(cls, path: Path) -> Store:
-        """Open (creating if needed) the index at `path`. Raises IndexUnusable for a file that
-        is not a filescout index of a version this code understands."""
+        """Open (creating if needed) the index at `path` for writing. Raises IndexUnusable for
+        a file that is not a filescout index of a version this code understands."""
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not path.exists():
             os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
         writer = await aiosqlite.connect(path, isolation_level=None)
-        reader: aiosqlite.Connection | None = None
         try:
             await _configure(writer)
             await _migrate(writer)
-            reader = await aiosqlite.connect(path, isolation_level=None)
-            await _configure(reader)
-            await reader.execute("PRAGMA query_only = ON")
+            reader = await _open_reader(path)
         except BaseException:
             await writer.close()
-            if reader is not None:
-                await reader.close()
             raise
         return cls(path, writer, reader)
+
+    @classmethod
+    async def open_readonly(cls, path: Path) -> Store:
+        """Open an index another process writes. Raises IndexUnusable until that process has
+        created it at this version."""
+        if not path.exists():
+            raise IndexUnusable("the index does not exist yet")
+        reader = await _open_reader(path)
+        try:
+            version = await _schema_version(reader)
+        except BaseException:
+            await reader.close()
+            raise
+        if version != SCHEMA_VERSION:
+            await reader.close()
+            raise IndexUnusable(f"index schema {version}, this filescout reads {SCHEMA_VERSION}")
+        return cls(path, None, reader)
+
+    @property
+    def writable(self) -> bool:
+        return self._writer is not None
 
     async def close(self) -> None:
         async with self._write_lock:
             for connection in (self._reader, self._writer):
+                if connection is None:
+                    continue
                 try:
                     await connection.close()
                 except Exception:  # closing twice, or a dead thread: nothing left to save
@@ -193,20 +233,23 @@ class Store:
         """Last-resort shutdown when no event loop is left: aiosqlite's worker threads are not
         daemons and would keep the process alive."""
         for connection in (self._reader, self._writer):
-            if connection._running:  # noqa: SLF001 - aiosqlite has no public check
+            if connection is not None and connection._running:  # noqa: SLF001 - aiosqlite has no public check
                 connection.stop()
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         """One write transaction; COMMIT or ROLLBACK runs even if the caller is cancelled."""
+        writer = self._writer
+        if writer is None:
+            raise RuntimeError("this process serves reads only; another one writes the index")
         async with self._write_lock:
-            await self._writer.execute("BEGIN IMMEDIATE")
+            await writer.execute("BEGIN IMMEDIATE")
             try:
-                yield self._writer
+                yield writer
             except BaseException:
-                await asyncio.shield(self._writer.execute("ROLLBACK"))
+                await asyncio.shield(writer.execute("ROLLBACK"))
                 raise
-            await asyncio.shield(self._writer.execute("COMMIT"))
+            await asyncio.shield(writer.execute("COMMIT"))
 
     # -- meta ------------------------------------------------------------------------------
 
@@ -225,44 +268,65 @@ class Store:
     # -- scanning --------------------------------------------------------------------------
 
     async def known_files(self) -> dict[str, KnownFile]:
-        rows = await self._reader.execute_fetchall("SELECT path, size, mtime_ns, hash FROM files")
-        return {path: KnownFile(size, mtime_ns, digest) for path, size, mtime_ns, digest in rows}
+        rows = await self._reader.execute_fetchall("SELECT path, size, mtime_ns FROM files")
+        return {row[0]: row for row in rows}
 
-    async def apply_scan(self, changed: Sequence[ScannedFile], removed: Sequence[str],
-                         *, batch_size: int = 2000) -> None:
-        """Write a scan's findings in bounded transactions, so a kill loses at most one batch
-        and readers are never blocked for long."""
-        for start in range(0, len(removed), batch_size):
-            batch = [(path,) for path in removed[start:start + batch_size]]
-            async with self.transaction() as db:
-                await db.executemany(
-                    "DELETE FROM files_fts WHERE rowid = (SELECT id FROM files WHERE path = ?)",
-                    batch,
-                )
-                await db.executemany("DELETE FROM files WHERE path = ?", batch)
-        for start in range(0, len(changed), batch_size):
-            batch = changed[start:start + batch_size]
-            async with self.transaction() as db:
+    async def known_files_for(self, paths: Sequence[str]) -> dict[str, KnownFile]:
+        rows = await self._reader.execute_fetchall(
+            "SELECT path, size, mtime_ns FROM files WHERE path IN (SELECT value FROM json_each(?))",
+            (_encode(list(paths)).decode(),))
+        return {row[0]: row for row in rows}
+
+    async def apply_changes(self, changed: Sequence[FileRecord], removed: Sequence[str]) -> int:
+        """Store one batch of scan findings in one transaction. Removed paths whose content
+        reappears under another path (a rename or move) hand their access history over.
+        Returns how many removals were renames."""
+        renamed = 0
+        async with self.transaction() as db:
+            if changed:
                 await db.executemany(
                     f"""
-                    INSERT INTO files(path, size, mtime_ns, hash, language, kind, sensitive,
+                    INSERT INTO files(path, size, mtime_ns, hash, language, kind, skip_reason,
                                       annotator)
-                    VALUES (:path, :size, :mtime_ns, :hash, :language, :kind, :sensitive,
+                    VALUES (:path, :size, :mtime_ns, :hash, :language, :kind, :skip_reason,
                             {BEST_ANNOTATOR_SQL})
                     ON CONFLICT(path) DO UPDATE SET
                         size = excluded.size, mtime_ns = excluded.mtime_ns,
                         hash = excluded.hash, language = excluded.language,
-                        kind = excluded.kind, sensitive = excluded.sensitive,
+                        kind = excluded.kind, skip_reason = excluded.skip_reason,
                         annotator = excluded.annotator
                     """,
                     [
                         {"path": item.path, "size": item.size, "mtime_ns": item.mtime_ns,
                          "hash": item.hash, "language": item.language, "kind": item.kind,
-                         "sensitive": int(item.sensitive), "current": self.current_annotator}
-                        for item in batch
+                         "skip_reason": item.skip_reason, "current": self.current_annotator}
+                        for item in changed
                     ],
                 )
-                await self._refresh_fts(db, [item.path for item in batch])
+                await self._refresh_fts(db, [item.path for item in changed])
+            if removed:
+                gone = _encode(list(removed)).decode()
+                moves = await db.execute_fetchall(
+                    """
+                    SELECT old.path, min(new.path) FROM files AS old
+                    JOIN access ON access.path = old.path
+                    JOIN files AS new ON new.hash = old.hash
+                         AND new.path NOT IN (SELECT value FROM json_each(:gone))
+                         AND new.path NOT IN (SELECT path FROM access)
+                    WHERE old.path IN (SELECT value FROM json_each(:gone))
+                    GROUP BY old.path
+                    """,
+                    {"gone": gone},
+                )
+                await db.executemany("UPDATE OR IGNORE access SET path = ? WHERE path = ?",
+                                     [(new, old) for old, new in moves])
+                renamed = len(moves)
+                await db.execute(
+                    "DELETE FROM files_fts WHERE rowid IN (SELECT id FROM files WHERE path IN "
+                    "(SELECT value FROM json_each(?)))", (gone,))
+                await db.execute(
+                    "DELETE FROM files WHERE path IN (SELECT value FROM json_each(?))", (gone,))
+        return renamed
 
     async def _refresh_fts(self, db: aiosqlite.Connection, paths: Iterable[str]) -> None:
         rows = await db.execute_fetchall(
@@ -287,24 +351,85 @@ class Store:
 
     # -- annotation ------------------------------------------------------------------------
 
-    async def pending(self, annotator: str, limit: int,
-                      paths: Sequence[str] | None = None) -> list[PendingFile]:
-        """Annotatable files (all, or those among `paths`) that do not show `annotator`'s
-        annotation yet, small files first, each content hash once."""
-        only = "AND path IN (SELECT value FROM json_each(:paths))" if paths is not None else ""
+    async def pending(self, annotator: str, paths: Sequence[str]) -> list[PendingFile]:
+        """Those of `paths` that still need `annotator`'s annotation, each content once."""
+        rows = await self._reader.execute_fetchall(
+            """
+            SELECT path, hash, language, kind, size FROM files
+            WHERE path IN (SELECT value FROM json_each(:paths))
+              AND skip_reason IS NULL AND (annotator IS NULL OR annotator != :annotator)
+            GROUP BY hash
+            """,
+            {"annotator": annotator, "paths": _encode(list(paths)).decode()},
+        )
+        order = {path: index for index, path in enumerate(paths)}
+        return sorted((PendingFile(*row) for row in rows), key=lambda item: order[item.path])
+
+    async def annotation_order(self, annotator: str) -> list[str]:
+        """Every file waiting for `annotator`, in the default order: frequently and recently
+        used files first, then source before tests, docs and data, then small before large."""
         rows = await self._reader.execute_fetchall(
             f"""
-            SELECT path, hash, language, kind, size FROM files
-            WHERE NOT sensitive AND kind NOT IN {SKIPPED_KINDS!r}
-              AND (annotator IS NULL OR annotator != :annotator) {only}
-            GROUP BY hash
-            ORDER BY size, path
-            LIMIT :limit
+            SELECT f.path FROM files AS f LEFT JOIN access AS a ON a.path = f.path
+            WHERE f.skip_reason IS NULL AND (f.annotator IS NULL OR f.annotator != ?)
+            ORDER BY a.rank IS NULL, a.rank DESC, {KIND_ORDER_SQL}, f.size, f.path
             """,
-            {"annotator": annotator, "limit": limit,
-             "paths": _encode(list(paths or ())).decode()},
+            (annotator,),
         )
-        return [PendingFile(*row) for row in rows]
+        return [row[0] for row in rows]
+
+    async def record_access(self, paths: Sequence[str], *, weight: float = 1.0,
+                            now: float | None = None) -> None:
+        """Count an access to each of `paths` (frecency survives restarts)."""
+        if not paths:
+            return
+        now = time.time() if now is None else now
+        async with self.transaction() as db:
+            rows = await db.execute_fetchall(
+                "SELECT path, rank FROM access WHERE path IN (SELECT value FROM json_each(?))",
+                (_encode(list(paths)).decode(),))
+            previous = dict(rows)
+            updates = []
+            for path in dict.fromkeys(paths):
+                score = weight
+                if path in previous:
+                    score += math.exp(previous[path] - now * DECAY)
+                updates.append((path, now, math.log(score) + now * DECAY))
+            await db.executemany(
+                """
+                INSERT INTO access(path, count, last_access, rank) VALUES (?, 1, ?, ?)
+                ON CONFLICT(path) DO UPDATE SET count = count + 1,
+                    last_access = excluded.last_access, rank = excluded.rank
+                """,
+                updates,
+            )
+
+    async def access_ranks(self, paths: Sequence[str]) -> dict[str, float]:
+        rows = await self._reader.execute_fetchall(
+            "SELECT path, rank FROM access WHERE path IN (SELECT value FROM json_each(?))",
+            (_encode(list(paths)).decode(),))
+        return dict(rows)
+
+    async def existing(self, paths: Iterable[str]) -> list[str]:
+        """Which of `paths` are in the index, in the order given."""
+        wanted = list(dict.fromkeys(paths))
+        rows = await self._reader.execute_fetchall(
+            "SELECT path FROM files WHERE path IN (SELECT value FROM json_each(?))",
+            (_encode(wanted).decode(),))
+        present = {row[0] for row in rows}
+        return [path for path in wanted if path in present]
+
+    async def directory_files(self, directory: str, *, limit: int) -> list[str]:
+        """Files directly in `directory` ("" for the root)."""
+        if directory:
+            low, high = prefix_range(directory)
+            rows = await self._reader.execute_fetchall(
+                "SELECT path FROM files WHERE path > ? AND path < ? AND instr(substr(path, ?), '/') = 0 "
+                "ORDER BY path LIMIT ?", (low, high, len(low) + 1, limit))
+        else:
+            rows = await self._reader.execute_fetchall(
+                "SELECT path FROM files WHERE instr(path, '/') = 0 ORDER BY path LIMIT ?", (limit,))
+        return [row[0] for row in rows]
 
     async def save_annotations(self, annotator: str, annotations: Sequence[tuple[str, Annotation]],
                                *, replace: bool = True) -> None:
@@ -417,17 +542,32 @@ async def _configure(db: aiosqlite.Connection) -> None:
     await db.execute("PRAGMA temp_store = MEMORY")
 
 
-async def _migrate(db: aiosqlite.Connection) -> None:
+async def _open_reader(path: Path) -> aiosqlite.Connection:
+    reader = await aiosqlite.connect(path, isolation_level=None)
+    try:
+        await _configure(reader)
+        await reader.execute("PRAGMA query_only = ON")
+    except BaseException:
+        await reader.close()
+        raise
+    return reader
+
+
+async def _schema_version(db: aiosqlite.Connection) -> int:
+    """0 for an empty file; raises IndexUnusable for anything that is not a filescout index."""
     (app_id,), = await db.execute_fetchall("PRAGMA application_id")
     tables = {row[0] for row in await db.execute_fetchall(
         "SELECT name FROM sqlite_master WHERE type = 'table'")}
     if app_id == 0 and not tables:
-        version = 0
-    elif app_id != APPLICATION_ID or "schema_version" not in tables:
+        return 0
+    if app_id != APPLICATION_ID or "schema_version" not in tables:
         raise IndexUnusable("not a filescout index")
-    else:
-        rows = await db.execute_fetchall("SELECT version FROM schema_version")
-        version = int(rows[0][0]) if rows else 0
+    rows = await db.execute_fetchall("SELECT version FROM schema_version")
+    return int(rows[0][0]) if rows else 0
+
+
+async def _migrate(db: aiosqlite.Connection) -> None:
+    version = await _schema_version(db)
     if version > SCHEMA_VERSION:
         raise IndexUnusable(f"index schema {version} is newer than this filescout ({SCHEMA_VERSION})")
     if version == SCHEMA_VERSION:

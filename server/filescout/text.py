@@ -6,6 +6,7 @@ a question in plain words find code named in camelCase or snake_case.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 
@@ -46,10 +47,16 @@ def unique_words(text: str) -> list[str]:
     return list(dict.fromkeys(words(text)))
 
 
+@functools.lru_cache(maxsize=65536)
+def _directory_words(directory: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(words(directory)))
+
+
 def path_words(path: str) -> str:
     """The words of a path, for full-text indexing (`src/httpClient.ts` -> `src http client
-    httpclient ts`)."""
-    return " ".join(dict.fromkeys(words(path)))
+    httpclient ts`). Directories repeat across thousands of paths, so their words are cached."""
+    directory, _, name = path.rpartition("/")
+    return " ".join(dict.fromkeys((*_directory_words(directory), *words(name))))
 
 
 def join_words(items: Iterable[str]) -> str:

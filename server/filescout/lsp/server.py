@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,7 +20,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from filescout import __version__
 from filescout import log as logsetup
 from filescout.engine import Workspace
-from filescout.errors import InvalidParams, WorkspaceUnavailable
+from filescout.errors import InvalidParams, ReadOnly, WorkspaceUnavailable
 from filescout.lsp.convert import converter_factory, decode_params
 from filescout.lsp.progress import WorkDoneProgress
 from filescout.paths import to_relative, uri_to_path
@@ -39,6 +40,10 @@ from filescout_protocol.types import (
 log = logging.getLogger(__name__)
 
 Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
+
+WATCHED_RECONCILE_SECONDS = 600
+UNWATCHED_RECONCILE_SECONDS = 60
+EDIT_ACCESS_INTERVAL = 60.0  # count typing in a file as one access per minute
 
 LOG_MESSAGE_TYPES = {logging.ERROR: types.MessageType.Error,
                      logging.WARNING: types.MessageType.Warning,
@@ -63,6 +68,8 @@ class FilescoutServer(LanguageServer):
         self.engine: Workspace | None = None
         self.startup_error: str | None = None
         self.initialized = False
+        self._tasks: set[asyncio.Future[Any]] = set()
+        self._last_edit_access: dict[str, float] = {}
 
     def require_engine(self) -> Workspace:
         if self.engine is not None:
@@ -86,6 +93,28 @@ class FilescoutServer(LanguageServer):
         workspace = self.client_capabilities.workspace if self.client_capabilities else None
         return bool(workspace and workspace.configuration)
 
+    def background(self, coroutine: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def watch_files(self) -> bool:
+        """Ask the editor to report file changes, if it can register watchers dynamically."""
+        workspace = self.client_capabilities.workspace if self.client_capabilities else None
+        watched = workspace.did_change_watched_files if workspace else None
+        if not (watched and watched.dynamic_registration):
+            return False
+        options = types.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[types.FileSystemWatcher(glob_pattern="**/*")])
+        try:
+            await self.client_register_capability_async(types.RegistrationParams(registrations=[
+                types.Registration(id="filescout-watch", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                                   register_options=options)]))
+        except Exception as exc:  # the editor said no: the periodic reconcile covers us
+            log.info("file watching not available: %s", exc)
+            return False
+        return True
+
     def send_status(self, status: IndexStatus) -> None:
         self.protocol.notify(Method.STATUS, status)
 
@@ -101,6 +130,8 @@ def translate_errors(handler: Handler) -> Handler:
             raise JsonRpcInvalidParams(str(exc)) from None
         except WorkspaceUnavailable as exc:
             raise JsonRpcException(message=str(exc), code=ErrorCode.WORKSPACE_UNAVAILABLE) from None
+        except ReadOnly as exc:
+            raise JsonRpcException(message=str(exc), code=ErrorCode.READ_ONLY) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -156,10 +187,17 @@ def create_server() -> FilescoutServer:
                 type=types.MessageType.Error,
                 message=f"filescout cannot index this workspace: {ls.startup_error}"))
             return
-        logsetup.set_level(ls.engine.settings.log_level)
-        ls.show_warnings(ls.engine.warnings)
-        ls.engine.status_listeners.append(ls.send_status)
-        ls.engine.start_indexing(await WorkDoneProgress.create(ls, "index"))
+        engine = ls.engine
+        logsetup.set_level(engine.settings.log_level)
+        ls.show_warnings(engine.warnings)
+        engine.status_listeners.append(ls.send_status)
+        engine.progress_factory = functools.partial(WorkDoneProgress.create, ls)
+        engine.start_indexing("index")
+        watching = await ls.watch_files()
+        interval = engine.settings.reconcile_interval
+        if interval is None:
+            interval = WATCHED_RECONCILE_SECONDS if watching else UNWATCHED_RECONCILE_SECONDS
+        ls.background(engine.start_reconciling(interval))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: FilescoutServer,
@@ -175,7 +213,7 @@ def create_server() -> FilescoutServer:
         logsetup.set_level(engine.settings.log_level)
         ls.show_warnings(warnings)
         if rescan:
-            engine.start_indexing(await WorkDoneProgress.create(ls, "index"))
+            engine.start_indexing("index")
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: FilescoutServer, params: None) -> None:
@@ -211,37 +249,56 @@ def create_server() -> FilescoutServer:
     @server.feature(Method.DID_ACCESS)
     async def did_access(ls: FilescoutServer, params: Any) -> None:
         try:
-            request = decode_params(params, DidAccessParams, Method.DID_ACCESS)
-            ls.require_engine().touch(request)
+            request: DidAccessParams = decode_params(params, DidAccessParams, Method.DID_ACCESS)
+            await ls.require_engine().touch(request.paths, weight=2.0)
         except (InvalidParams, JsonRpcException) as exc:  # a notification has no reply
             log.warning("%s ignored: %s", Method.DID_ACCESS, exc)
 
-    def touch_document(ls: FilescoutServer, uri: str) -> None:
+    def workspace_uris(ls: FilescoutServer, uris: list[str]) -> list[str]:
+        """The URIs that name files inside the workspace (editors report others too)."""
         engine = ls.engine
-        if engine is None or not uri.startswith("file:"):
-            return
-        try:
-            path = to_relative(engine.root, uri, field="uri")
-        except InvalidParams:
-            return  # a file outside the workspace: not ours
-        if path:
-            engine.touch(DidAccessParams(paths=[path]))
+        if engine is None:
+            return []
+        inside = []
+        for uri in uris:
+            try:
+                if uri.startswith("file:") and to_relative(engine.root, uri, field="uri"):
+                    inside.append(uri)
+            except InvalidParams:
+                continue
+        return inside
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: FilescoutServer, params: types.DidOpenTextDocumentParams) -> None:
-        touch_document(ls, params.text_document.uri)
+    async def did_open(ls: FilescoutServer, params: types.DidOpenTextDocumentParams) -> None:
+        if uris := workspace_uris(ls, [params.text_document.uri]):
+            await ls.engine.touch(uris)  # type: ignore[union-attr]
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    async def did_change(ls: FilescoutServer, params: types.DidChangeTextDocumentParams) -> None:
+        uris = workspace_uris(ls, [params.text_document.uri])
+        now = time.monotonic()
+        if uris and now - ls._last_edit_access.get(uris[0], 0.0) > EDIT_ACCESS_INTERVAL:
+            ls._last_edit_access[uris[0]] = now
+            await ls.engine.touch(uris)  # type: ignore[union-attr]
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    def did_save(ls: FilescoutServer, params: types.DidSaveTextDocumentParams) -> None:
-        touch_document(ls, params.text_document.uri)
+    async def did_save(ls: FilescoutServer, params: types.DidSaveTextDocumentParams) -> None:
+        if uris := workspace_uris(ls, [params.text_document.uri]):
+            await ls.engine.refresh(uris)  # type: ignore[union-attr]
+            await ls.engine.touch(uris)  # type: ignore[union-attr]
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    async def did_change_watched_files(ls: FilescoutServer,
+                                       params: types.DidChangeWatchedFilesParams) -> None:
+        if uris := workspace_uris(ls, [change.uri for change in params.changes]):
+            await ls.engine.refresh(uris)  # type: ignore[union-attr]
 
     @server.command(Command.REINDEX)
     @translate_errors
     async def reindex(ls: FilescoutServer, *args: Any) -> Any:
         if args:
             raise InvalidParams(f"{Command.REINDEX} takes no arguments, got {len(args)}")
-        engine = ls.require_engine()
-        return await engine.start_indexing(await WorkDoneProgress.create(ls, "reindex"))
+        return await ls.require_engine().reindex()
 
     @server.command(Command.STATUS)
     @translate_errors

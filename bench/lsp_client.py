@@ -1,0 +1,102 @@
+"""A small LSP client for benchmarks: starts `filescout serve`, records when notifications
+arrive, and reads the server's peak memory from /proc."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+
+class BenchClient(LanguageClient):
+    def __init__(self) -> None:
+        super().__init__("filescout-bench", "1")
+        self.started = 0.0
+        self.events: list[tuple[float, str, Any]] = []
+        self.partial: dict[str, list[Any]] = {}
+        self.changed = asyncio.Event()
+
+        @self.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+        def create(params: types.WorkDoneProgressCreateParams) -> None:
+            return None
+
+        @self.feature(types.PROGRESS)
+        def progress(params: types.ProgressParams) -> None:
+            value = params.value
+            if isinstance(value, list):
+                self.partial.setdefault(str(params.token), []).append((time.perf_counter(), value))
+            else:
+                kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+                self.events.append((time.perf_counter(), f"progress:{kind}", value))
+            self.changed.set()
+
+        @self.feature("filescout/status")
+        def status(params: Any) -> None:
+            self.events.append((time.perf_counter(), f"status:{params.phase}", params))
+            self.changed.set()
+
+        @self.feature(types.WINDOW_LOG_MESSAGE)
+        def log_message(params: types.LogMessageParams) -> None:
+            return None
+
+        @self.feature(types.CLIENT_REGISTER_CAPABILITY)
+        def register(params: types.RegistrationParams) -> None:
+            return None
+
+    async def wait_for(self, name: str, after: float = 0.0, timeout: float = 3600) -> float:
+        """The time of the first event called `name` at or after `after`."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            for at, event, _ in self.events:
+                if event == name and at >= after:
+                    return at
+            self.changed.clear()
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise TimeoutError(name)
+            try:
+                await asyncio.wait_for(self.changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
+
+    def peak_rss_mb(self) -> float:
+        """VmHWM of the server process (Linux)."""
+        process = self._server
+        if process is None:
+            return float("nan")
+        try:
+            for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return float("nan")
+
+
+async def start(root: Path, cache: Path, *, watch: bool = True) -> BenchClient:
+    client = BenchClient()
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "FILESCOUT_CACHE_DIR": ""}
+    client.started = time.perf_counter()
+    await client.start_io(sys.executable, "-m", "filescout", "serve", env=env)
+    capabilities = types.ClientCapabilities(
+        window=types.WindowClientCapabilities(work_done_progress=True),
+        workspace=types.WorkspaceClientCapabilities(
+            did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(
+                dynamic_registration=watch)),
+    )
+    await client.initialize_async(types.InitializeParams(
+        capabilities=capabilities, root_uri=root.as_uri(), process_id=os.getpid()))
+    client.initialized(types.InitializedParams())
+    return client
+
+
+async def stop(client: BenchClient) -> None:
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()

@@ -1,0 +1,201 @@
+"""Generate a realistic synthetic workspace for benchmarks.
+
+    python bench/make_workspace.py DIR [--files 100000] [--seed 7] [--git]
+
+Deterministic for a given seed: nested package directories, a mix of languages and sizes that
+follows what real monorepos hold (mostly small source files, some tests and docs, a few large
+data files and binaries), a .gitignore with ignored build output, and vendored dependencies under
+node_modules/ that must be skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+WORDS = """account address adapter admin alert api app archive asset audit auth backup badge
+balance batch billing blob bookmark browser buffer build bundle cache calendar campaign card cart
+catalog channel chart chat checkout client cluster code collection comment config connection
+contact content context cookie coupon course credential cron csv customer dashboard data database
+date debug decoder delivery deploy device diff discount dispatch document domain draft editor email
+embed encoder engine entry event export feature feed field file filter flag folder form format
+gateway geo grid group handler hash header health history hook host image import index inventory
+invoice item job journal key label layout ledger limit link list loader locale lock log login
+mailer manifest map market media member menu merge message metric middleware migration model
+module monitor network node notification order organization owner package page parser password
+payment peer permission pipeline plan plugin policy pool portal post preview price printer
+product profile project prompt provider proxy query queue quota rate reader receipt record
+redirect registry release report repository request resolver resource response review role
+route rule runner schedule schema scope search secret segment sender server service session
+setting share shipment signal sitemap slot snapshot socket source span stage state storage store
+stream subscription summary supplier survey sync table tag task team template tenant theme thread
+ticket timer token topic trace tracker transaction transform translation upload user validator
+vault vendor version video view visitor voucher wallet webhook widget worker workflow
+zone""".split()
+
+LANGUAGES = [  # extension, weight, size range in lines
+    (".py", 26, (20, 600)),
+    (".ts", 18, (15, 500)),
+    (".tsx", 8, (20, 300)),
+    (".js", 8, (10, 400)),
+    (".go", 9, (30, 700)),
+    (".rs", 5, (30, 600)),
+    (".java", 6, (30, 500)),
+    (".md", 6, (5, 200)),
+    (".json", 4, (5, 300)),
+    (".yaml", 3, (5, 120)),
+    (".css", 2, (10, 300)),
+    (".sh", 1, (5, 80)),
+    (".c", 2, (40, 800)),
+    (".rb", 2, (15, 300)),
+]
+
+
+def identifier(rng: random.Random, parts: int = 2, style: str = "snake") -> str:
+    words = [rng.choice(WORDS) for _ in range(parts)]
+    if style == "camel":
+        return words[0] + "".join(word.title() for word in words[1:])
+    if style == "pascal":
+        return "".join(word.title() for word in words)
+    return "_".join(words)
+
+
+def python_source(rng: random.Random, lines: int) -> str:
+    out = [f'"""{identifier(rng, 3).replace("_", " ").capitalize()} utilities."""', "",
+           "import os", f"from .{rng.choice(WORDS)} import {identifier(rng, 2, 'pascal')}", ""]
+    while len(out) < lines:
+        if rng.random() < 0.3:
+            out += [f"class {identifier(rng, 2, 'pascal')}:", f'    """{rng.choice(WORDS)} holder."""', ""]
+            for _ in range(rng.randint(1, 4)):
+                out += [f"    def {identifier(rng)}(self, {rng.choice(WORDS)}):",
+                        f"        return {rng.choice(WORDS)} * {rng.randint(1, 99)}", ""]
+        else:
+            out += [f"def {identifier(rng)}({rng.choice(WORDS)}, {rng.choice(WORDS)}=None):",
+                    f"    value = os.environ.get('{rng.choice(WORDS).upper()}')",
+                    f"    return value or {rng.choice(WORDS)}", ""]
+    return "\n".join(out[:lines]) + "\n"
+
+
+def curly_source(rng: random.Random, lines: int, ext: str) -> str:
+    keyword = {".go": "func", ".rs": "pub fn", ".java": "public static int", ".c": "int",
+               ".ts": "export function", ".tsx": "export function", ".js": "function"}.get(ext, "function")
+    out = [f"// {identifier(rng, 3).replace('_', ' ')}: {rng.choice(WORDS)} handling", ""]
+    if ext == ".go":
+        out = [f"// Package {rng.choice(WORDS)} handles {rng.choice(WORDS)}s.", f"package {rng.choice(WORDS)}", ""]
+    while len(out) < lines:
+        name = identifier(rng, 2, "camel" if ext in (".ts", ".tsx", ".js", ".java") else "snake")
+        out += [f"{keyword} {name}(a, b) {{", f"  // {rng.choice(WORDS)} {rng.choice(WORDS)}",
+                f"  return a + b + {rng.randint(0, 1000)};", "}", ""]
+    return "\n".join(out[:lines]) + "\n"
+
+
+def text_file(rng: random.Random, lines: int, ext: str) -> str:
+    if ext == ".md":
+        out = [f"# {identifier(rng, 2).replace('_', ' ').title()}", ""]
+        while len(out) < lines:
+            out += [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 16))) + ".", ""]
+        return "\n".join(out[:lines]) + "\n"
+    if ext == ".json":
+        body = ",\n".join(f'  "{identifier(rng)}": {rng.randint(0, 9999)}' for _ in range(lines))
+        return "{\n" + body + "\n}\n"
+    if ext == ".yaml":
+        return "".join(f"{identifier(rng)}: {rng.choice(WORDS)}\n" for _ in range(lines))
+    if ext == ".css":
+        return "".join(f".{identifier(rng, 2).replace('_', '-')} {{ color: #{rng.randint(0, 0xFFFFFF):06x}; }}\n"
+                       for _ in range(lines))
+    if ext == ".sh":
+        return "#!/bin/sh\n# " + identifier(rng, 3).replace("_", " ") + "\n" + "".join(
+            f"echo {rng.choice(WORDS)}\n" for _ in range(lines))
+    if ext == ".rb":
+        return "".join(f"def {identifier(rng)}\n  :{rng.choice(WORDS)}\nend\n" for _ in range(max(1, lines // 3)))
+    return "\n".join(rng.choice(WORDS) for _ in range(lines)) + "\n"
+
+
+def content_for(rng: random.Random, ext: str, lines: int) -> str:
+    if ext == ".py":
+        return python_source(rng, lines)
+    if ext in (".go", ".rs", ".java", ".c", ".ts", ".tsx", ".js"):
+        return curly_source(rng, lines, ext)
+    return text_file(rng, lines, ext)
+
+
+def generate(root: Path, files: int, seed: int) -> dict[str, int]:
+    rng = random.Random(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / ".gitignore").write_text("dist/\n*.log\n.cache/\n", encoding="utf-8")
+    counts = {"source": 0, "binary": 0, "ignored": 0, "vendored": 0}
+    extensions = [ext for ext, weight, _ in LANGUAGES for _ in range(weight)]
+    sizes = {ext: size for ext, _, size in LANGUAGES}
+    packages = [f"packages/{identifier(rng, 1)}-{index}" for index in range(60)]
+    made = 0
+    directories: list[Path] = []
+    while made < files:
+        package = rng.choice(packages)
+        depth = rng.randint(1, 4)
+        directory = root / package / "/".join(rng.choice(WORDS) for _ in range(depth))
+        directory.mkdir(parents=True, exist_ok=True)
+        directories.append(directory)
+        for _ in range(rng.randint(5, 40)):
+            if made >= files:
+                break
+            roll = rng.random()
+            if roll < 0.01:
+                path = directory / f"{identifier(rng)}.png"
+                path.write_bytes(b"\x89PNG\r\n\x1a\n\x00" + rng.randbytes(rng.randint(500, 60_000)))
+                counts["binary"] += 1
+            elif roll < 0.013:
+                path = directory / f"{identifier(rng)}.csv"
+                path.write_text("".join(f"{rng.randint(0, 10**6)},{rng.choice(WORDS)}\n"
+                                        for _ in range(rng.randint(2_000, 20_000))))
+                counts["source"] += 1
+            else:
+                ext = rng.choice(extensions)
+                low, high = sizes[ext]
+                lines = int(low + (high - low) * rng.random() ** 3)  # most files are small
+                stem = identifier(rng, rng.randint(1, 3))
+                if rng.random() < 0.12 and ext in (".py", ".ts", ".go", ".js"):
+                    stem = {".py": f"test_{stem}", ".ts": f"{stem}.test", ".go": f"{stem}_test",
+                            ".js": f"{stem}.spec"}[ext]
+                path = directory / f"{stem}{ext}"
+                path.write_text(content_for(rng, ext, lines), encoding="utf-8")
+                counts["source"] += 1
+            made += 1
+    # Ignored build output and vendored dependencies: present on disk, never indexed.
+    for index in range(max(1, files // 100)):
+        out = root / rng.choice(packages) / "dist" / f"bundle{index}.js"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("console.log(1)\n" * 50)
+        counts["ignored"] += 1
+    for index in range(max(1, files // 50)):
+        dep = root / "node_modules" / f"dep{index % 40}" / f"index{index}.js"
+        dep.parent.mkdir(parents=True, exist_ok=True)
+        dep.write_text("module.exports = {}\n")
+        counts["vendored"] += 1
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("directory", type=Path)
+    parser.add_argument("--files", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--git", action="store_true", help="make it a git repository (nothing committed)")
+    args = parser.parse_args(argv)
+    if args.directory.exists() and any(args.directory.iterdir()):
+        print(f"{args.directory} is not empty", file=sys.stderr)
+        return 1
+    counts = generate(args.directory, args.files, args.seed)
+    if args.git:
+        subprocess.run(["git", "init", "-q", str(args.directory)], check=True)
+    total = sum(len(files) for _, _, files in os.walk(args.directory) if ".git" not in _)
+    print(f"{args.directory}: {args.files} workspace files ({counts['binary']} binary), "
+          f"{counts['ignored']} ignored, {counts['vendored']} vendored; {total} files on disk")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,181 @@
+"""The embedded default annotator: summary, tags and symbols from the file's own structure.
+
+No network, no model. The summary reads like a short description a person would write from a
+glance at the file: what it says about itself (docstring, leading comment, first heading), what it
+defines, and what it builds on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from filescout.annotate.base import TAG_LIMIT, FileToAnnotate, clip
+from filescout.annotate.heuristic import annotate_text as annotate_by_lines
+from filescout.annotate.outline import Outline, has_grammar, outline_code, outline_data, outline_markdown
+from filescout.store import Annotation
+from filescout.text import STOPWORDS, split_identifier
+
+ANNOTATOR_ID = "structural/1"
+
+LANGUAGE_LABELS = {
+    "python": "Python", "javascript": "JavaScript", "typescript": "TypeScript", "tsx": "TSX",
+    "go": "Go", "rust": "Rust", "java": "Java", "c": "C", "cpp": "C++", "csharp": "C#",
+    "ruby": "Ruby", "php": "PHP", "kotlin": "Kotlin", "swift": "Swift", "lua": "Lua",
+    "bash": "Shell", "markdown": "Markdown", "json": "JSON", "yaml": "YAML", "toml": "TOML",
+}
+KIND_NOUNS = {"source": "source", "test": "tests", "docs": "document", "config": "configuration",
+              "data": "data", "other": "file"}
+FRAMEWORKS = {
+    "django": "django", "flask": "flask", "fastapi": "fastapi", "starlette": "starlette",
+    "sqlalchemy": "sqlalchemy", "pydantic": "pydantic", "pytest": "pytest", "unittest": "unittest",
+    "numpy": "numpy", "pandas": "pandas", "torch": "pytorch", "tensorflow": "tensorflow",
+    "asyncio": "asyncio", "aiohttp": "aiohttp", "requests": "http", "httpx": "http",
+    "urllib3": "http", "celery": "celery", "boto3": "aws", "jinja2": "jinja", "werkzeug": "werkzeug",
+    "click": "cli", "argparse": "cli", "typer": "cli", "logging": "logging", "sqlite3": "sqlite",
+    "react": "react", "react-dom": "react", "vue": "vue", "@angular/core": "angular",
+    "svelte": "svelte", "express": "express", "next": "nextjs", "jest": "jest", "vitest": "vitest",
+    "mocha": "mocha", "chai": "testing", "axios": "http", "lodash": "lodash", "graphql": "graphql",
+    "@prisma/client": "prisma", "typeorm": "typeorm", "mongoose": "mongodb", "redux": "redux",
+    "rxjs": "rxjs", "node:http": "http", "http": "http", "fs": "filesystem", "node:fs": "filesystem",
+    "net/http": "http", "database/sql": "sql", "testing": "testing", "github.com/gin-gonic/gin": "gin",
+    "google.golang.org/grpc": "grpc", "tokio": "tokio", "serde": "serde", "actix_web": "actix",
+    "org.springframework": "spring", "org.junit": "junit", "javax.persistence": "jpa",
+    "System.Linq": "linq", "Microsoft.AspNetCore": "aspnet", "UIKit": "uikit", "SwiftUI": "swiftui",
+}
+GENERIC_WORDS = STOPWORDS | {"get", "set", "init", "new", "self", "value", "data", "main", "test",
+                             "util", "utils", "helper", "helpers", "index", "default", "type",
+                             "make", "create", "run", "handle", "impl", "args", "kwargs", "obj"}
+MIGRATION_PATH = re.compile(r"(^|/)(migrations?|alembic/versions|db/migrate)/", re.IGNORECASE)
+CLI_PATH = re.compile(r"(^|/)(bin|cmd|scripts?|cli)/|(^|/)(cli|__main__|main|manage)\.\w+$")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def first_sentence(text: str, limit: int = 180) -> str:
+    text = " ".join(text.split())
+    sentence = SENTENCE_END.split(text, maxsplit=1)[0]
+    return clip(sentence.rstrip(".:"), limit)
+
+
+def framework_tags(imports: Sequence[str]) -> list[str]:
+    tags: list[str] = []
+    for name in imports:
+        root = name.lstrip("@").split("/")[0].split(".")[0]
+        for key in (name, name.split("/")[0] if name.startswith("@") else root, root):
+            tag = FRAMEWORKS.get(key) or FRAMEWORKS.get(key.lower())
+            if tag:
+                tags.append(tag)
+                break
+        else:
+            for prefix, tag in FRAMEWORKS.items():
+                if "." in prefix and name.startswith(prefix):
+                    tags.append(tag)
+                    break
+    return list(dict.fromkeys(tags))
+
+
+def role_tags(item: FileToAnnotate, outline: Outline) -> list[str]:
+    """What the file is for, beyond its kind: tests, migrations, command-line entry points."""
+    tags = []
+    if item.kind in ("test", "config", "docs", "data"):
+        tags.append(item.kind)
+    if MIGRATION_PATH.search(item.path):
+        tags.append("migration")
+    if outline.entry_point or CLI_PATH.search(item.path):
+        tags.append("cli")
+    return tags
+
+
+def word_tags(item: FileToAnnotate, names: Sequence[str]) -> list[str]:
+    counter: Counter[str] = Counter()
+    stem = item.path.rsplit("/", 1)[-1].split(".")[0]
+    for word in split_identifier(stem):
+        if len(word) > 2 and word not in GENERIC_WORDS:
+            counter[word] += 3
+    for name in names:
+        for word in split_identifier(name):
+            if len(word) > 2 and word not in GENERIC_WORDS:
+                counter[word] += 1
+    return [word for word, _ in counter.most_common(TAG_LIMIT)]
+
+
+def _names(symbols: Sequence[str], limit: int) -> str:
+    shown = list(dict.fromkeys(symbols))
+    return ", ".join(shown[:limit]) + (" and more" if len(shown) > limit else "")
+
+
+def describe(item: FileToAnnotate, outline: Outline) -> str:
+    label = LANGUAGE_LABELS.get(item.language or "", (item.language or "text").capitalize())
+    noun = KIND_NOUNS.get(item.kind, "file")
+    if item.kind == "source" and outline.entry_point:
+        noun = "program"
+    head = f"{label} {noun}"
+    parts: list[str] = []
+    about = first_sentence(outline.facts.get("description") or outline.doc)
+    if outline.facts.get("name"):
+        head += f" for {outline.facts['name']}"
+    parts.append(f"{head}: {about}" if about else head)
+    top = outline.top_level
+    types = [s.name for s in top if s.kind in ("class", "struct", "interface", "trait", "record",
+                                                "object", "protocol", "enum", "type", "module",
+                                                "namespace", "impl")]
+    functions = [s.name for s in top if s.kind in ("function", "macro")]
+    members = [s.name for s in outline.symbols if s.depth > 0 and s.kind in ("method", "function")]
+    definitions = []
+    if types:
+        definitions.append(("types " if len(types) > 1 else "type ") + _names(types, 5))
+    if functions:
+        definitions.append(("functions " if len(functions) > 1 else "function ") + _names(functions, 6))
+    if not definitions and members:
+        definitions.append("methods " + _names(members, 6))
+    if definitions:
+        parts.append("Defines " + "; ".join(definitions))
+    if outline.headings and item.language == "markdown":
+        sections = [h for h in outline.headings[1:] if len(h) < 60]
+        if sections:
+            parts.append("Sections: " + _names(sections, 6))
+    if outline.keys:
+        parts.append("Keys: " + _names(outline.keys, 8))
+    uses = [name for name in outline.imports if not name.startswith(".")]
+    if uses:
+        parts.append("Uses " + _names(uses, 4))
+    return clip(". ".join(part.rstrip(".") for part in parts) + ".")
+
+
+def annotate_structure(item: FileToAnnotate) -> Annotation:
+    language = item.language or ""
+    outline: Outline | None = None
+    if language == "markdown":
+        outline = outline_markdown(item.text)
+    elif language in ("json", "yaml", "toml"):
+        outline = outline_data(item.text, language, item.path)
+    elif has_grammar(language):
+        outline = outline_code(item.text.encode("utf-8", errors="replace"), language)
+    if outline is None:
+        return annotate_by_lines(item)
+    if not item.text.strip():
+        label = LANGUAGE_LABELS.get(language, language.capitalize() or "Text")
+        return Annotation(summary=f"{label} {KIND_NOUNS.get(item.kind, 'file')} (empty).",
+                          tags=role_tags(item, outline), symbols=[], imports=[])
+    names = [symbol.name for symbol in outline.symbols] + outline.headings + outline.keys
+    tags = role_tags(item, outline) + framework_tags(outline.imports)
+    tags += [language] if language and language not in tags else []
+    tags += word_tags(item, names)
+    return Annotation(
+        summary=describe(item, outline),
+        tags=list(dict.fromkeys(tags))[:TAG_LIMIT],
+        symbols=list(dict.fromkeys(names)),
+        imports=outline.imports,
+    )
+
+
+class StructuralAnnotator:
+    """tree-sitter outlines for code, headings for Markdown, keys for JSON/YAML/TOML, and the
+    line-based heuristic for everything else."""
+
+    id = ANNOTATOR_ID
+
+    async def annotate(self, files: Sequence[FileToAnnotate]) -> list[Annotation | None]:
+        return await asyncio.to_thread(lambda: [annotate_structure(item) for item in files])
