@@ -1,11 +1,17 @@
 """Generate a realistic synthetic workspace for benchmarks.
 
-    python bench/make_workspace.py DIR [--files 100000] [--seed 7] [--git]
+    python bench/make_workspace.py DIR [--files 100000] [--seed 7] [--git] [--vocabulary V]
 
 Deterministic for a given seed: nested package directories, a mix of languages and sizes that
 follows what real monorepos hold (mostly small source files, some tests and docs, a few large
 data files and binaries), a .gitignore with ignored build output, and vendored dependencies under
 node_modules/ that must be skipped.
+
+Words follow real code's distribution (`--vocabulary realistic`, the default): a few generic words
+(get, value, error, ...) everywhere, each package's own domain words mostly in that package, and
+a long tail of project-specific names, all Zipf-distributed. `--vocabulary uniform` draws every
+identifier from 350 domain words with equal odds, so each word is in about a third of all files:
+a stress case for full-text search, not something real code looks like.
 """
 
 from __future__ import annotations
@@ -55,8 +61,55 @@ LANGUAGES = [  # extension, weight, size range in lines
 ]
 
 
+COMMON = """get set value data name error result config item list key type id index update create
+delete init handle request response user file path load save read write parse format check
+build run start stop open close add remove find count size count time date text message event
+state context options params args info status node element object field entry record""".split()
+SYLLABLES = "ba be bi bo bu da de di do ka ke ki ko la le li lo ma me mi mo na ne ni no ra re ri ro sa se si so ta te ti to va ve vi vo za ze zi zo".split()
+
+
+class Vocabulary:
+    """Picks words the way code uses them: Zipf-distributed within generic words, the current
+    package's domain words, and a long tail of project-specific names."""
+
+    def __init__(self, rng: random.Random, mode: str) -> None:
+        self.rng = rng
+        self.mode = mode
+        self.tail = list(dict.fromkeys("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))
+                                       for _ in range(24_000)))
+        self.everything = WORDS + self.tail
+        self.topics: dict[str, list[str]] = {}
+        self.topic: list[str] = WORDS
+
+    def enter(self, package: str) -> None:
+        if package not in self.topics:
+            self.topics[package] = self.rng.sample(WORDS, 24) + self.rng.sample(self.tail, 300)
+        self.topic = self.topics[package]
+
+    def zipf(self, words: list[str]) -> str:
+        # rank ~ 1/u: the first words are common, the rest a long tail
+        return words[min(int(len(words) ** self.rng.random()) - 1, len(words) - 1)]
+
+    def word(self) -> str:
+        if self.mode == "uniform":
+            return self.rng.choice(WORDS)
+        roll = self.rng.random()
+        if roll < 0.3:
+            return self.zipf(COMMON)
+        if roll < 0.8:
+            return self.zipf(self.topic)
+        return self.zipf(self.everything)
+
+
+VOCABULARY: Vocabulary | None = None
+
+
+def pick(rng: random.Random) -> str:
+    return VOCABULARY.word() if VOCABULARY is not None else rng.choice(WORDS)
+
+
 def identifier(rng: random.Random, parts: int = 2, style: str = "snake") -> str:
-    words = [rng.choice(WORDS) for _ in range(parts)]
+    words = [pick(rng) for _ in range(parts)]
     if style == "camel":
         return words[0] + "".join(word.title() for word in words[1:])
     if style == "pascal":
@@ -66,29 +119,29 @@ def identifier(rng: random.Random, parts: int = 2, style: str = "snake") -> str:
 
 def python_source(rng: random.Random, lines: int) -> str:
     out = [f'"""{identifier(rng, 3).replace("_", " ").capitalize()} utilities."""', "",
-           "import os", f"from .{rng.choice(WORDS)} import {identifier(rng, 2, 'pascal')}", ""]
+           "import os", f"from .{pick(rng)} import {identifier(rng, 2, 'pascal')}", ""]
     while len(out) < lines:
         if rng.random() < 0.3:
-            out += [f"class {identifier(rng, 2, 'pascal')}:", f'    """{rng.choice(WORDS)} holder."""', ""]
+            out += [f"class {identifier(rng, 2, 'pascal')}:", f'    """{pick(rng)} holder."""', ""]
             for _ in range(rng.randint(1, 4)):
-                out += [f"    def {identifier(rng)}(self, {rng.choice(WORDS)}):",
-                        f"        return {rng.choice(WORDS)} * {rng.randint(1, 99)}", ""]
+                out += [f"    def {identifier(rng)}(self, {pick(rng)}):",
+                        f"        return {pick(rng)} * {rng.randint(1, 99)}", ""]
         else:
-            out += [f"def {identifier(rng)}({rng.choice(WORDS)}, {rng.choice(WORDS)}=None):",
-                    f"    value = os.environ.get('{rng.choice(WORDS).upper()}')",
-                    f"    return value or {rng.choice(WORDS)}", ""]
+            out += [f"def {identifier(rng)}({pick(rng)}, {pick(rng)}=None):",
+                    f"    value = os.environ.get('{pick(rng).upper()}')",
+                    f"    return value or {pick(rng)}", ""]
     return "\n".join(out[:lines]) + "\n"
 
 
 def curly_source(rng: random.Random, lines: int, ext: str) -> str:
     keyword = {".go": "func", ".rs": "pub fn", ".java": "public static int", ".c": "int",
                ".ts": "export function", ".tsx": "export function", ".js": "function"}.get(ext, "function")
-    out = [f"// {identifier(rng, 3).replace('_', ' ')}: {rng.choice(WORDS)} handling", ""]
+    out = [f"// {identifier(rng, 3).replace('_', ' ')}: {pick(rng)} handling", ""]
     if ext == ".go":
-        out = [f"// Package {rng.choice(WORDS)} handles {rng.choice(WORDS)}s.", f"package {rng.choice(WORDS)}", ""]
+        out = [f"// Package {pick(rng)} handles {pick(rng)}s.", f"package {pick(rng)}", ""]
     while len(out) < lines:
         name = identifier(rng, 2, "camel" if ext in (".ts", ".tsx", ".js", ".java") else "snake")
-        out += [f"{keyword} {name}(a, b) {{", f"  // {rng.choice(WORDS)} {rng.choice(WORDS)}",
+        out += [f"{keyword} {name}(a, b) {{", f"  // {pick(rng)} {pick(rng)}",
                 f"  return a + b + {rng.randint(0, 1000)};", "}", ""]
     return "\n".join(out[:lines]) + "\n"
 
@@ -97,22 +150,22 @@ def text_file(rng: random.Random, lines: int, ext: str) -> str:
     if ext == ".md":
         out = [f"# {identifier(rng, 2).replace('_', ' ').title()}", ""]
         while len(out) < lines:
-            out += [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 16))) + ".", ""]
+            out += [" ".join(pick(rng) for _ in range(rng.randint(6, 16))) + ".", ""]
         return "\n".join(out[:lines]) + "\n"
     if ext == ".json":
         body = ",\n".join(f'  "{identifier(rng)}": {rng.randint(0, 9999)}' for _ in range(lines))
         return "{\n" + body + "\n}\n"
     if ext == ".yaml":
-        return "".join(f"{identifier(rng)}: {rng.choice(WORDS)}\n" for _ in range(lines))
+        return "".join(f"{identifier(rng)}: {pick(rng)}\n" for _ in range(lines))
     if ext == ".css":
         return "".join(f".{identifier(rng, 2).replace('_', '-')} {{ color: #{rng.randint(0, 0xFFFFFF):06x}; }}\n"
                        for _ in range(lines))
     if ext == ".sh":
         return "#!/bin/sh\n# " + identifier(rng, 3).replace("_", " ") + "\n" + "".join(
-            f"echo {rng.choice(WORDS)}\n" for _ in range(lines))
+            f"echo {pick(rng)}\n" for _ in range(lines))
     if ext == ".rb":
-        return "".join(f"def {identifier(rng)}\n  :{rng.choice(WORDS)}\nend\n" for _ in range(max(1, lines // 3)))
-    return "\n".join(rng.choice(WORDS) for _ in range(lines)) + "\n"
+        return "".join(f"def {identifier(rng)}\n  :{pick(rng)}\nend\n" for _ in range(max(1, lines // 3)))
+    return "\n".join(pick(rng) for _ in range(lines)) + "\n"
 
 
 def content_for(rng: random.Random, ext: str, lines: int) -> str:
@@ -123,8 +176,10 @@ def content_for(rng: random.Random, ext: str, lines: int) -> str:
     return text_file(rng, lines, ext)
 
 
-def generate(root: Path, files: int, seed: int) -> dict[str, int]:
+def generate(root: Path, files: int, seed: int, vocabulary: str = "realistic") -> dict[str, int]:
+    global VOCABULARY
     rng = random.Random(seed)
+    VOCABULARY = Vocabulary(random.Random(seed + 1), vocabulary)
     root.mkdir(parents=True, exist_ok=True)
     (root / ".gitignore").write_text("dist/\n*.log\n.cache/\n", encoding="utf-8")
     counts = {"source": 0, "binary": 0, "ignored": 0, "vendored": 0}
@@ -135,8 +190,10 @@ def generate(root: Path, files: int, seed: int) -> dict[str, int]:
     directories: list[Path] = []
     while made < files:
         package = rng.choice(packages)
+        assert VOCABULARY is not None
+        VOCABULARY.enter(package)
         depth = rng.randint(1, 4)
-        directory = root / package / "/".join(rng.choice(WORDS) for _ in range(depth))
+        directory = root / package / "/".join(pick(rng) for _ in range(depth))
         directory.mkdir(parents=True, exist_ok=True)
         directories.append(directory)
         for _ in range(rng.randint(5, 40)):
@@ -149,7 +206,7 @@ def generate(root: Path, files: int, seed: int) -> dict[str, int]:
                 counts["binary"] += 1
             elif roll < 0.013:
                 path = directory / f"{identifier(rng)}.csv"
-                path.write_text("".join(f"{rng.randint(0, 10**6)},{rng.choice(WORDS)}\n"
+                path.write_text("".join(f"{rng.randint(0, 10**6)},{pick(rng)}\n"
                                         for _ in range(rng.randint(2_000, 20_000))))
                 counts["source"] += 1
             else:
@@ -184,11 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--git", action="store_true", help="make it a git repository (nothing committed)")
+    parser.add_argument("--vocabulary", choices=["realistic", "uniform"], default="realistic")
     args = parser.parse_args(argv)
     if args.directory.exists() and any(args.directory.iterdir()):
         print(f"{args.directory} is not empty", file=sys.stderr)
         return 1
-    counts = generate(args.directory, args.files, args.seed)
+    counts = generate(args.directory, args.files, args.seed, args.vocabulary)
     if args.git:
         subprocess.run(["git", "init", "-q", str(args.directory)], check=True)
     total = sum(len(files) for _, _, files in os.walk(args.directory) if ".git" not in _)

@@ -4,7 +4,6 @@ watching, ignore rules, safety, and two sidecars on one workspace."""
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
 from pathlib import Path
 

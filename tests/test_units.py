@@ -114,3 +114,79 @@ def test_paths_stay_inside_the_root(tmp_path: Path) -> None:
     for bad in ["../x", "src/../../x", "/etc/passwd", "file:///etc/passwd"]:
         with pytest.raises(InvalidParams):
             to_relative(root, bad, field="p")
+
+
+def test_model_settings_from_toml_and_environment(tmp_path: Path) -> None:
+    (tmp_path / "filescout.toml").write_text(
+        '[model]\nmodel = "qwen2.5-coder:7b"\nbase_url = "http://127.0.0.1:11434/v1"\n'
+        'file_tokens = 800\n\n[budget]\ndaily_tokens = 1000\n')
+    loaded = load_settings(tmp_path, None, env={"OPENAI_API_KEY": "from-env", "OPENAI_BASE_URL": "http://x/v1"})
+    model = loaded.settings.model
+    assert (model.model, model.base_url, model.api_key, model.file_tokens) == (
+        "qwen2.5-coder:7b", "http://127.0.0.1:11434/v1", "from-env", 800)
+    assert loaded.settings.budget.daily_tokens == 1000
+    assert load_settings(tmp_path, None, env={"FILESCOUT_PRIVACY": "1"}).settings.privacy_mode
+
+
+def test_provider_labels() -> None:
+    from filescout.model import provider_of
+    from filescout_protocol.types import ModelSettings
+
+    assert provider_of(ModelSettings(model="m")) == "openai"
+    assert provider_of(ModelSettings(model="m", base_url="http://localhost:11434/v1")) == "ollama"
+    assert provider_of(ModelSettings(model="m", base_url="http://127.0.0.1:1234/v1")) == "lmstudio"
+    assert provider_of(ModelSettings(model="m", base_url="https://llm.example.com/v1")) == "llm.example.com"
+
+
+def test_circuit_breaker_opens_doubles_and_closes() -> None:
+    from filescout.model import CircuitBreaker
+
+    now = [100.0]
+    breaker = CircuitBreaker(cooldown=10, clock=lambda: now[0])
+    breaker.failure()
+    breaker.failure()
+    assert not breaker.is_open
+    breaker.failure()
+    assert breaker.is_open and breaker.seconds_left() == 10
+    now[0] += 1
+    breaker.failure()  # a call that was under way when the circuit opened: not a failed trial
+    assert breaker.is_open and breaker.seconds_left() == 9
+    now[0] += 9.5
+    assert not breaker.is_open  # a trial call may go
+    breaker.failure()
+    assert breaker.is_open and breaker.seconds_left() == 20  # it failed: pause twice as long
+    breaker.success()
+    assert not breaker.is_open and breaker.cooldown == 10
+
+
+def test_retry_after_forms() -> None:
+    from email.utils import format_datetime
+    from datetime import datetime, timedelta, timezone
+    from types import SimpleNamespace
+
+    from filescout.model import retry_after
+
+    def error(headers: dict) -> SimpleNamespace:
+        return SimpleNamespace(response=SimpleNamespace(headers=headers))
+
+    assert retry_after(error({"retry-after": "3"})) == 3
+    assert retry_after(error({"retry-after-ms": "250"})) == 0.25
+    assert retry_after(error({"retry-after": "9999"})) == 120  # capped
+    later = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
+    assert 25 < retry_after(error({"retry-after": later})) <= 30
+    assert retry_after(error({})) is None
+
+
+def test_json_extraction_tolerates_fences_and_prose() -> None:
+    import msgspec
+
+    from filescout.model import extract_json
+
+    class Answer(msgspec.Struct):
+        files: list[str]
+
+    assert extract_json('{"files": ["a"]}', Answer).files == ["a"]
+    assert extract_json('Sure!\n```json\n{"files": ["b"]}\n```', Answer).files == ["b"]
+    assert extract_json('Here: {"files": ["c"]} hope that helps', Answer).files == ["c"]
+    with pytest.raises(ValueError):
+        extract_json("no json at all", Answer)

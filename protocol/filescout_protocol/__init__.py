@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from filescout_protocol.types import (
     COMMANDS,
+    AnnotateParams,
+    BudgetSettings,
+    ModelSettings,
+    ModelStatus,
+    RelevanceOptions,
     METHODS,
     PROTOCOL_VERSION,
     Command,
@@ -32,6 +37,11 @@ from filescout_protocol.types import (
 
 __all__ = [
     "COMMANDS",
+    "AnnotateParams",
+    "BudgetSettings",
+    "ModelSettings",
+    "ModelStatus",
+    "RelevanceOptions",
     "METHODS",
     "PROTOCOL_VERSION",
     "Command",

@@ -25,6 +25,7 @@ MESSAGES: dict[str, tuple[Any, Any]] = {
     t.Method.STATUS: (t.IndexStatus, None),
     t.Command.REINDEX: (None, t.ReindexResult),
     t.Command.STATUS: (None, t.StatusResult),
+    t.Command.ANNOTATE: (t.AnnotateParams, list[t.FileItem]),
 }
 PARTIAL_RESULTS: dict[str, Any] = {
     t.Method.GET_FILES: t.FileItem,
@@ -34,11 +35,15 @@ EXTRA_TYPES: tuple[Any, ...] = (t.Settings,)
 
 
 def _name(tp: Any) -> str | None:
-    return None if tp is None else tp.__name__
+    if tp is None:
+        return None
+    args = getattr(tp, "__args__", None)
+    return f"{args[0].__name__}[]" if args else tp.__name__
 
 
 def generate() -> dict[str, Any]:
-    roots = [tp for pair in MESSAGES.values() for tp in pair if tp is not None]
+    roots = [tp for pair in MESSAGES.values() for tp in pair
+             if tp is not None and not getattr(tp, "__args__", None)]
     roots += list(PARTIAL_RESULTS.values()) + list(EXTRA_TYPES)
     unique = list(dict.fromkeys(roots))
     _, components = msgspec.json.schema_components(unique, ref_template=REF_TEMPLATE)

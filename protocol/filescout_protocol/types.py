@@ -9,6 +9,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Annotated, Final, Literal, Union
 
+import msgspec
 from msgspec import Meta, Struct
 
 PROTOCOL_VERSION: Final = 1
@@ -60,10 +61,11 @@ class Command:
 
     REINDEX: Final = "filescout.reindex"
     STATUS: Final = "filescout.status"
+    ANNOTATE: Final = "filescout.annotate"
 
 
 METHODS: Final = (Method.GET_FILES, Method.FIND_RELEVANT, Method.DID_ACCESS, Method.STATUS)
-COMMANDS: Final = (Command.REINDEX, Command.STATUS)
+COMMANDS: Final = (Command.REINDEX, Command.STATUS, Command.ANNOTATE)
 
 
 class ErrorCode(IntEnum):
@@ -89,6 +91,67 @@ class _Params(Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
 
 class _Payload(Struct, rename="camel", kw_only=True):
     pass
+
+
+class ModelSettings(_Payload, forbid_unknown_fields=True):
+    """An OpenAI-compatible endpoint (OpenAI, Ollama, LM Studio, llama.cpp server, vLLM) that
+    writes summaries and tags. Used only when `model` is set and privacy mode is off."""
+
+    model: Annotated[
+        Union[str, None],
+        Meta(description="Model name, e.g. `gpt-4o-mini` or `qwen2.5-coder:7b`. Env: FILESCOUT_MODEL."),
+    ] = None
+    base_url: Annotated[
+        Union[str, None],
+        Meta(description="Endpoint, e.g. `http://127.0.0.1:11434/v1` for Ollama. Default: "
+             "OpenAI. Env: OPENAI_BASE_URL."),
+    ] = None
+    api_key: Annotated[
+        Union[str, None],
+        Meta(description="Env: FILESCOUT_API_KEY or OPENAI_API_KEY; local servers need none."),
+    ] = None
+    provider: Annotated[
+        Union[str, None],
+        Meta(description="Label used in annotator ids; derived from the endpoint when unset."),
+    ] = None
+    timeout: Annotated[float, Meta(gt=0, le=600, description="Seconds per request.")] = 60.0
+    concurrency: Annotated[int, Meta(ge=1, le=32, description="Requests in flight at once.")] = 2
+    max_retries: Annotated[int, Meta(ge=0, le=10, description="Retries after 429, 5xx and timeouts.")] = 4
+    failure_pause: Annotated[
+        float,
+        Meta(gt=0, le=3600, description="Seconds model calls pause after three failed calls in "
+             "a row; the pause doubles while the endpoint keeps failing."),
+    ] = 30.0
+    file_tokens: Annotated[
+        int,
+        Meta(ge=200, le=32_000, description="Most content tokens sent for one file; the outline "
+             "covers the rest."),
+    ] = 1200
+    request_tokens: Annotated[
+        int,
+        Meta(ge=500, le=200_000, description="Most input tokens in one request; small files share "
+             "requests up to this size."),
+    ] = 6000
+    structured_output: Annotated[
+        Literal["auto", "json_schema", "json_object", "none"],
+        Meta(description="How to ask for JSON. `auto` tries a JSON schema, then falls back."),
+    ] = "auto"
+    input_price: Annotated[
+        Union[Annotated[float, Meta(ge=0)], None],
+        Meta(description="Price per million input tokens, for cost estimates."),
+    ] = None
+    output_price: Annotated[
+        Union[Annotated[float, Meta(ge=0)], None],
+        Meta(description="Price per million output tokens, for cost estimates."),
+    ] = None
+
+
+class BudgetSettings(_Payload, forbid_unknown_fields=True):
+    """Token caps for model calls; when one is spent, model work stops and structural
+    annotations stand until the period rolls over."""
+
+    daily_tokens: Union[Annotated[int, Meta(ge=0)], None] = None
+    monthly_tokens: Union[Annotated[int, Meta(ge=0)], None] = None
 
 
 class Settings(_Payload, forbid_unknown_fields=True):
@@ -119,6 +182,12 @@ class Settings(_Payload, forbid_unknown_fields=True):
              "report (0: never). Default: 60, or 600 when the editor watches files."),
     ] = None
     log_level: Literal["error", "warning", "info", "debug"] = "info"
+    model: ModelSettings = msgspec.field(default_factory=ModelSettings)
+    budget: BudgetSettings = msgspec.field(default_factory=BudgetSettings)
+    privacy_mode: Annotated[
+        bool,
+        Meta(description="Never call a model, whatever else is configured. Env: FILESCOUT_PRIVACY=1."),
+    ] = False
 
 
 class Scope(_Params):
@@ -131,14 +200,47 @@ class Scope(_Params):
     ] = []
 
 
+FileOrder = Literal["path", "recent", "frecency", "rank"]
+
+
 class GetFilesParams(_Params):
-    """`files/getFiles`: every indexed file with its annotation, optionally filtered."""
+    """`files/getFiles`: every indexed file with its annotation, optionally filtered. Filters
+    combine with AND."""
 
     globs: list[Glob] = []
     paths: Annotated[
         list[RelativePath],
         Meta(description="Path prefixes: a directory includes everything below it."),
     ] = []
+    tags: Annotated[
+        list[Annotated[str, Meta(min_length=1, max_length=100)]],
+        Meta(description="Keep files carrying these tags (see `tagsMatch`)."),
+    ] = []
+    tags_match: Annotated[
+        Literal["any", "all"],
+        Meta(description="`any`: at least one of `tags`; `all`: every one."),
+    ] = "any"
+    query: Annotated[
+        Union[Annotated[str, Meta(min_length=1, max_length=2000)], None],
+        Meta(description="Keep files whose path, symbols, summary, tags or content match these "
+             "words (full-text search)."),
+    ] = None
+    changed_since: Annotated[
+        Union[Annotated[int, Meta(ge=0)], None],
+        Meta(description="Keep files modified at or after this time, milliseconds since the epoch."),
+    ] = None
+    status: list[FileStatus] = []
+    kinds: Annotated[
+        list[FileKind],
+        Meta(description="Keep files of these kinds. Default: every kind except `binary`."),
+    ] = []
+    languages: list[Annotated[str, Meta(min_length=1, max_length=50)]] = []
+    order_by: Annotated[
+        Union[FileOrder, None],
+        Meta(description="`path`; `recent` (newest first); `frecency` (most and most recently "
+             "used first); `rank` (best match for `query` first). Default: `rank` with a "
+             "`query`, else `path`."),
+    ] = None
     limit: Union[
         Annotated[int, Meta(ge=1, le=10_000, description="Page size when not streaming.")],
         None,
@@ -182,12 +284,43 @@ class GetFilesPage(_Payload):
     ]
 
 
+class RelevanceOptions(_Params):
+    """How much a `files/findRelevant` request may use the model."""
+
+    use_model: Annotated[
+        Union[bool, None],
+        Meta(description="false: the model-free stage only; default: use the configured model, "
+             "if any."),
+    ] = None
+    max_model_calls: Annotated[
+        int,
+        Meta(ge=1, le=50, description="Most model calls this request may make (judging chunks, "
+             "the final ranking, tag selection)."),
+    ] = 8
+    max_tokens: Annotated[
+        Union[Annotated[int, Meta(ge=100)], None],
+        Meta(description="Most model tokens this request may spend; stages that would exceed "
+             "it are skipped."),
+    ] = None
+    candidates: Annotated[
+        int,
+        Meta(ge=1, le=300, description="How many of the model-free stage's best files the model "
+             "judges."),
+    ] = 40
+    select_tags: Annotated[
+        bool,
+        Meta(description="Let the model pick relevant tags from the workspace's vocabulary and "
+             "add files carrying them to the candidates."),
+    ] = True
+
+
 class FindRelevantParams(_Params):
     """`files/findRelevant`: the files that matter for a natural-language question."""
 
     query: Annotated[str, Meta(min_length=1, max_length=20_000)]
     limit: Annotated[int, Meta(ge=1, le=500)] = 20
     scope: Union[Scope, None] = None
+    options: Union[RelevanceOptions, None] = None
     partial_result_token: Union[ProgressToken, None] = None
     work_done_token: Union[ProgressToken, None] = None
 
@@ -234,6 +367,34 @@ class IndexStatus(_Payload):
     message: Union[str, None] = None
 
 
+class ModelStatus(_Payload):
+    """Model annotation: whether it runs, what it has cost, what finishing would cost."""
+
+    annotator: str
+    state: Annotated[
+        Literal["active", "idle", "budget_spent", "unavailable", "refused", "privacy", "off"],
+        Meta(description="unavailable: the endpoint keeps failing (retried later); refused: it "
+             "rejected the API key or model; privacy: privacy mode is on; off: no model configured."),
+    ]
+    message: Union[str, None] = None
+    tokens_today: int = 0
+    tokens_this_month: int = 0
+    daily_budget: Union[int, None] = None
+    monthly_budget: Union[int, None] = None
+    calls: int = 0
+    failures: int = 0
+    queued_files: int = 0
+    estimated_tokens_to_finish: Annotated[
+        int,
+        Meta(description="Tokens to annotate what is still waiting, from the average so far (or "
+             "an estimate from file sizes before any call)."),
+    ] = 0
+    estimated_cost_to_finish: Annotated[
+        Union[float, None],
+        Meta(description="In the currency of the configured prices; null without prices."),
+    ] = None
+
+
 class StatusResult(_Payload):
     """Result of the `filescout.status` command."""
 
@@ -257,7 +418,19 @@ class StatusResult(_Payload):
     ] = "writer"
     writer_pid: Union[int, None] = None
     queued: Annotated[int, Meta(description="Files waiting in the annotation queue.")] = 0
+    model: Union[ModelStatus, None] = None
     last_error: Union[str, None] = None
+
+
+class AnnotateParams(_Params):
+    """Argument of the `filescout.annotate` command."""
+
+    paths: Annotated[list[RelativePath], Meta(min_length=1, max_length=200)]
+    timeout: Annotated[
+        float,
+        Meta(gt=0, le=600, description="Seconds to wait for the annotations before answering "
+             "with what is there."),
+    ] = 30.0
 
 
 class ReindexResult(_Payload):

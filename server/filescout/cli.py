@@ -18,7 +18,13 @@ from filescout import __version__
 from filescout import log as logsetup
 from filescout.engine import Workspace
 from filescout.errors import FilescoutError
-from filescout_protocol.types import FindRelevantParams, GetFilesParams, Scope
+from filescout_protocol.types import (
+    FindRelevantParams,
+    FindRelevantResult,
+    GetFilesParams,
+    RelevanceOptions,
+    Scope,
+)
 
 
 class TerminalProgress:
@@ -71,6 +77,7 @@ async def _with_workspace(path: str, refresh: bool, action: Callable[[Workspace]
                 return TerminalProgress()
 
             engine.progress_factory = terminal_progress
+            engine.persistent = False
             engine.start_indexing("index")
             await engine.wait_idle()
             if engine.last_error:
@@ -106,21 +113,37 @@ def _files(args: argparse.Namespace) -> Callable[[Workspace], Awaitable[int]]:
 def _find(args: argparse.Namespace, query: str) -> Callable[[Workspace], Awaitable[int]]:
     async def run(engine: Workspace) -> int:
         scope = Scope(globs=args.glob, paths=args.prefix) if args.glob or args.prefix else None
-        result = await engine.find_relevant(
-            FindRelevantParams(query=query, limit=args.limit, scope=scope))
-        if args.json:
-            _print_json(result)
-            return 0
-        for rank, item in enumerate(result.items, 1):
-            print(f"{rank:3d}. {item.path}  [{item.stage} {item.score:.2f}]")
-            print(f"     {item.reason}")
-            if item.summary:
-                print(f"     {item.summary}")
-        if result.message:
-            print(result.message, file=sys.stderr)
+        options = RelevanceOptions(use_model=False) if args.no_model else None
+        params = FindRelevantParams(query=query, limit=args.limit, scope=scope, options=options)
+        shown_stage = None
+        async for update in engine.find_relevant_stream(params):
+            if args.json:
+                if update.done:
+                    _print_json(FindRelevantResult(items=update.items, stages=update.stages,
+                                                   degraded=update.degraded, message=update.message))
+                continue
+            if update.done:
+                if update.stages[-1] != shown_stage or update.degraded:
+                    print(f"-- answer ({update.stages[-1]})")
+                    _print_items(update.items)
+                if update.message:
+                    print(update.message, file=sys.stderr)
+                break
+            if update.stage != shown_stage:
+                print(f"-- {update.stage}")
+                shown_stage = update.stage
+            _print_items(update.items)
         return 0
 
     return run
+
+
+def _print_items(items: list) -> None:
+    for rank, item in enumerate(items, 1):
+        print(f"{rank:3d}. {item.path}  [{item.stage} {item.score:.2f}]")
+        print(f"     {item.reason}")
+        if item.summary:
+            print(f"     {item.summary}")
 
 
 async def _status(engine: Workspace, as_json: bool) -> int:
@@ -132,6 +155,19 @@ async def _status(engine: Workspace, as_json: bool) -> int:
     print(f"index      {status.db_path}")
     print(f"last scan  {status.last_scan or 'never'}")
     print(f"annotator  {status.annotator}")
+    model = status.model
+    if model is not None and model.state not in ("off",):
+        budget = " / ".join(
+            f"{used} of {limit} {period}" for used, limit, period in (
+                (model.tokens_today, model.daily_budget, "today"),
+                (model.tokens_this_month, model.monthly_budget, "this month")) if limit is not None)
+        print(f"model      {model.state}" + (f" ({model.message})" if model.message else ""))
+        print(f"  tokens   {model.tokens_today} today, {model.tokens_this_month} this month"
+              + (f"; budget {budget}" if budget else "") + f"; {model.calls} calls, {model.failures} failed")
+        cost = f" (about {model.estimated_cost_to_finish:.2f})" if model.estimated_cost_to_finish is not None else ""
+        print(f"  to do    {model.queued_files} files, about {model.estimated_tokens_to_finish} tokens{cost}")
+    elif model is not None:
+        print(f"model      off ({model.message})")
     print(f"files      {status.files}")
     for name, count in sorted(status.by_status.items()):
         print(f"  {name:<10} {count}")
@@ -171,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     find = commands.add_parser("find", help="find the files relevant to a question")
     find.add_argument("words", nargs="+", metavar="[PATH] QUERY")
     find.add_argument("--limit", type=int, default=10)
+    find.add_argument("--no-model", action="store_true", help="the model-free stage only")
     add_filters(find)
 
     status = commands.add_parser("status", help="show what the index holds")

@@ -28,10 +28,17 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 CONFIG_FILE = "filescout.toml"
 ENV_PREFIX = "FILESCOUT_"
-ENV_FIELDS: dict[str, tuple[str, type]] = {
-    "FILESCOUT_DB_PATH": ("dbPath", str),
-    "FILESCOUT_MAX_FILE_SIZE": ("maxFileSize", int),
-    "FILESCOUT_LOG_LEVEL": ("logLevel", str),
+# variable -> (path in the settings, type); earlier variables win over later ones.
+ENV_FIELDS: dict[str, tuple[tuple[str, ...], type]] = {
+    "FILESCOUT_DB_PATH": (("dbPath",), str),
+    "FILESCOUT_MAX_FILE_SIZE": (("maxFileSize",), int),
+    "FILESCOUT_LOG_LEVEL": (("logLevel",), str),
+    "FILESCOUT_MODEL": (("model", "model"), str),
+    "FILESCOUT_API_KEY": (("model", "apiKey"), str),
+    "OPENAI_API_KEY": (("model", "apiKey"), str),
+    "FILESCOUT_BASE_URL": (("model", "baseUrl"), str),
+    "OPENAI_BASE_URL": (("model", "baseUrl"), str),
+    "FILESCOUT_PRIVACY": (("privacyMode",), bool),
 }
 
 
@@ -55,11 +62,19 @@ def camelize(value: Any) -> Any:
 
 def from_environment(env: Mapping[str, str]) -> dict[str, Any]:
     layer: dict[str, Any] = {}
-    for variable, (name, kind) in ENV_FIELDS.items():
+    for variable, (path, kind) in ENV_FIELDS.items():
         raw = env.get(variable)
         if raw is None or raw == "":
             continue
-        layer[name] = int(raw) if kind is int and raw.strip().lstrip("-").isdigit() else raw
+        value: Any = raw
+        if kind is int and raw.strip().lstrip("-").isdigit():
+            value = int(raw)
+        elif kind is bool:
+            value = raw.strip().lower() in ("1", "true", "yes", "on")
+        target = layer
+        for key in path[:-1]:
+            target = target.setdefault(key, {})
+        target.setdefault(path[-1], value)
     return layer
 
 

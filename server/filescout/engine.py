@@ -19,23 +19,28 @@ from typing import Any, Literal
 import msgspec
 
 from filescout import __version__
-from filescout.annotate import FileToAnnotate, HeuristicAnnotator
-from filescout.annotate.base import Annotator
+from filescout.annotate import FileToAnnotate
+from filescout.annotate.llm import OUTPUT_TOKENS_PER_FILE, ModelAnnotator, ModelInput
+from filescout.annotate.structural import StructuralAnnotator, annotate_structure
 from filescout.config import CONFIG_FILE, db_path_for, load_settings
 from filescout.errors import InvalidParams, ReadOnly, WorkspaceUnavailable
 from filescout.ignore import FILESCOUTIGNORE, IgnoreRules
 from filescout.imports import import_candidates
 from filescout.lock import WriterLock
+from filescout.model import CHARS_PER_TOKEN, Budget, BudgetSpent, ModelClient, ModelError, ModelRefused
 from filescout.paths import to_relative
 from filescout.progress import NullProgress, ProgressReporter
 from filescout.relevance.filters import PathFilter, decode_cursor, encode_cursor
-from filescout.relevance.lexical import lexical_stage
+from filescout.relevance.find import RelevanceUpdate, find
 from filescout.scan import Listing, ScanBatch, content_hash, enumerate_files, scan, scan_paths
 from filescout.schedule import BACKGROUND, NEIGHBOUR, TOUCHED, AnnotationQueue
-from filescout.store import IndexUnusable, PendingFile, Store
+from filescout.relevance.prefilter import STRUCTURE_WEIGHTS
+from filescout.relevance.query import analyse
+from filescout.store import Annotation, FileFilter, PendingFile, Store
 from filescout_protocol.types import (
     PROTOCOL_VERSION,
     FileItem,
+    ModelStatus,
     FindRelevantParams,
     FindRelevantResult,
     GetFilesPage,
@@ -51,9 +56,17 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PAGE_SIZE = 1000
 ANNOTATION_BATCH = 32
+MODEL_BATCH_PER_REQUEST = 8
+ESTIMATED_OUTLINE_TOKENS = 200
+BACKLOG_WORTH_ANNOUNCING = 100  # outline and a share of the instructions, per file
 MAX_ANNOTATION_CHARS = 256 * 1024
 SCAN_SHARE = 20  # percent of a pass's progress bar given to scanning
 NEIGHBOURS_PER_TOUCH = 24
+TEXT_MATCH_LIMIT = 10_000
+LISTED_KINDS = ("source", "test", "docs", "config", "data", "generated", "other")
+"""What getFiles lists when the caller names no kinds: everything with a summary worth reading."""
+RETURNED_ACCESS_COUNT = 3
+RETURNED_ACCESS_WEIGHT = 0.25
 RULE_FILES = frozenset({".gitignore", FILESCOUTIGNORE, CONFIG_FILE})
 TAKEOVER_INTERVAL = float(os.environ.get("FILESCOUT_TAKEOVER_INTERVAL", "2"))
 READER_OPEN_TIMEOUT = 10.0
@@ -135,18 +148,30 @@ class Workspace:
     """The engine for one workspace root."""
 
     def __init__(self, root: Path, settings: Settings, store: Store, lock: WriterLock,
-                 annotator: Annotator, warnings: list[str]) -> None:
+                 warnings: list[str]) -> None:
         self.root = root
         self.settings = settings
         self.store = store
         self.lock = lock
-        self.annotator = annotator
+        self.structural = StructuralAnnotator()
+        self.model: ModelAnnotator | None = None
         self.warnings = warnings
         self.phase: IndexPhase = "idle"
         self.last_error: str | None = None
         self.status_listeners: list[StatusListener] = []
         self.progress_factory: ProgressFactory | None = None
+        self.persistent = True
+        """A server waits out a failing model endpoint; a one-shot CLI run gives up instead."""
         self.queue = AnnotationQueue()
+        self.model_queue = AnnotationQueue()
+        self._model_task: asyncio.Task[None] | None = None
+        self._model_message: str | None = None
+        self._model_stopped: ModelError | None = None
+        """Why model work stopped (budget, refusal) until something changes."""
+        self._model_gave_up: set[str] = set()
+        """Content hashes the model answered without a usable annotation; not asked again."""
+        self._model_in_flight = 0
+        """Files taken from the model queue whose annotation has not landed or gone back yet."""
         self._rules: IgnoreRules | None = None
         self._git_mode = False
         self._pass_task: asyncio.Task[None] | None = None
@@ -157,7 +182,36 @@ class Workspace:
         self._touched_unindexed: dict[str, None] = {}
         self._background: set[asyncio.Future[Any]] = set()
         self._closed = False
-        store.current_annotator = annotator.id
+        store.current_annotator = self.structural.id
+
+    @property
+    def annotator_id(self) -> str:
+        """The annotator whose annotations files should show: the model's when one is on."""
+        return self.model.id if self.model is not None else self.structural.id
+
+    async def _configure_model(self) -> None:
+        """Set up (or take down) model annotation from the settings; a writer's job."""
+        if self.model is not None:
+            await self.model.client.close()
+            self.model = None
+        self._model_message = None
+        self._model_stopped = None
+        model = self.settings.model
+        if model.model and not self.settings.privacy_mode and self.store.writable:
+            month_start = Budget.today()[:8] + "01"
+            budget = Budget(self.settings.budget, await self.store.usage_since(month_start),
+                            sink=functools.partial(self._record_usage))
+            self.model = ModelAnnotator(ModelClient(model, budget))
+            log.info("model annotation on: %s", self.model.id)
+        self.store.current_annotator = self.annotator_id
+        self.model_queue = AnnotationQueue()
+        self._model_gave_up.clear()
+
+    async def _record_usage(self, day: str, calls: int, failures: int, input_tokens: int,
+                            output_tokens: int) -> None:
+        if self.model is not None:
+            await self.store.record_usage(self.model.id, day, calls=calls, failures=failures,
+                                          input_tokens=input_tokens, output_tokens=output_tokens)
 
     @classmethod
     async def open(cls, root: Path, editor_settings: Mapping[str, Any] | None = None,
@@ -180,8 +234,10 @@ class Workspace:
             log.info("another filescout process (pid %s) writes this index; serving reads",
                      lock.holder())
             store = await open_store_readonly(db_path)
-        workspace = cls(root, loaded.settings, store, lock, HeuristicAnnotator(), loaded.warnings)
-        if not writer:
+        workspace = cls(root, loaded.settings, store, lock, loaded.warnings)
+        if writer:
+            await workspace._configure_model()
+        else:
             workspace._spawn(workspace._wait_for_takeover())
         return workspace
 
@@ -195,9 +251,10 @@ class Workspace:
         task.add_done_callback(self._background.discard)
         return task
 
-    def reconfigure(self, editor_settings: Mapping[str, Any] | None) -> tuple[list[str], bool]:
+    async def reconfigure(self, editor_settings: Mapping[str, Any] | None) -> tuple[list[str], bool]:
         """Apply new editor settings. Returns the warnings and whether the index must be
-        rescanned because what belongs in it changed."""
+        rescanned because what belongs in it changed; a changed model or budget takes effect
+        at once."""
         loaded = load_settings(self.root, editor_settings)
         old, self.settings = self.settings, loaded.settings
         warnings = list(loaded.warnings)
@@ -205,15 +262,24 @@ class Workspace:
             warnings.append("dbPath changes take effect when the server restarts")
         rescan = (old.exclude, old.include, old.max_file_size) != (
             self.settings.exclude, self.settings.include, self.settings.max_file_size)
+        if (old.model, old.budget, old.privacy_mode) != (
+                self.settings.model, self.settings.budget, self.settings.privacy_mode):
+            await self._stop_model_drain()
+            await self._configure_model()
+            if self.model is not None and not rescan:
+                self.model_queue.extend(await self._model_backlog(), BACKGROUND)
+                self._ensure_draining()
         return warnings, rescan
 
     async def close(self) -> None:
         self._closed = True
-        for task in (self._pass_task, self._drain_task, *self._background):
-            if task is not None and not task.done():
-                task.cancel()
-        await asyncio.gather(*(task for task in (self._pass_task, self._drain_task, *self._background)
-                               if task is not None), return_exceptions=True)
+        tasks = [task for task in (self._pass_task, self._drain_task, self._model_task,
+                                   *self._background) if task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self.model is not None:
+            await self.model.client.close()
         await self.store.close()
         self.lock.release()
 
@@ -228,8 +294,8 @@ class Workspace:
             log.info("the other filescout process has exited; this one now indexes")
             reader = self.store
             self.store = await open_store(reader.path, self.warnings)
-            self.store.current_annotator = self.annotator.id
             await reader.close()
+            await self._configure_model()
             for paths, weight in self._access_backlog:
                 await self.store.record_access(paths, weight=weight)
             self._access_backlog.clear()
@@ -297,8 +363,8 @@ class Workspace:
         return await self.start_indexing("reindex")
 
     async def wait_idle(self) -> None:
-        """Wait until the current pass and annotation backlog are done."""
-        for task in (self._pass_task, self._drain_task):
+        """Wait until the current pass and the annotation backlogs are done."""
+        for task in (self._pass_task, self._drain_task, self._model_task):
             if task is not None:
                 await asyncio.gather(task, return_exceptions=True)
 
@@ -316,14 +382,18 @@ class Workspace:
             result = await self._scan(reporter)
             if not scanned.done():
                 scanned.set_result(result)
+            self._annotated_in_pass = 0
+            self._set_phase("annotating")  # the index matches the disk: ready
             self.queue.clear_background()
-            self.queue.extend(await self.store.annotation_order(self.annotator.id), BACKGROUND)
+            self.queue.extend(await self.store.annotation_order(self.structural.id, machine=True),
+                              BACKGROUND)
+            if self.model is not None:
+                self.model_queue.clear_background()
+                self.model_queue.extend(await self._model_backlog(), BACKGROUND)
             if self._touched_unindexed:
                 found = await self.store.existing(self._touched_unindexed)
                 self._touched_unindexed.clear()
-                self.queue.extend(reversed(found), TOUCHED)
-            self._annotated_in_pass = 0
-            self._set_phase("annotating")
+                self._queue_everywhere(reversed(found), TOUCHED)
             self._ensure_draining()
             await asyncio.shield(self._drain_task)  # type: ignore[arg-type]
             if reporter.is_cancelled():
@@ -412,6 +482,8 @@ class Workspace:
                 batches.get_nowait()
             loading.cancel()
             await asyncio.gather(producer, loading, return_exceptions=True)
+        if totals.changed or totals.removed:
+            await self.store.drop_orphan_contents()
         await self.store.set_meta("last_scan", utc_now())
         files = await self.store.file_count()
         totals = msgspec.structs.replace(
@@ -423,24 +495,48 @@ class Workspace:
 
     # -- annotation ------------------------------------------------------------------------
 
+    def _queue_everywhere(self, paths: Iterable[str], tier: int) -> None:
+        """Queue for the structural annotator and, when one is on, the model."""
+        paths = list(paths)
+        self.queue.extend(paths, tier)
+        if self.model is not None:
+            self.model_queue.extend(paths, tier)
+
+    async def _model_backlog(self) -> list[str]:
+        assert self.model is not None
+        return await self.store.annotation_order(self.model.id, machine=False)
+
     def _ensure_draining(self) -> None:
         if self._closed or not self.store.writable:
             return
         if self._drain_task is None or self._drain_task.done():
             self._drain_task = asyncio.create_task(self._drain(), name="filescout-annotate")
+        if self.model is not None and len(self.model_queue) and (
+                self._model_task is None or self._model_task.done()):
+            self._model_task = asyncio.create_task(self._drain_model(), name="filescout-model")
+
+    async def _stop_model_drain(self) -> None:
+        task = self._model_task
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
 
     async def _drain(self) -> None:
-        """Annotate queued files, best first, until the queue is empty."""
-        if self.phase == "idle":
+        """Structurally annotate queued files, best first, until the queue is empty. Outside a
+        pass, a backlog announces itself as a phase; the few files a question or an opened
+        file queues do not (each phase change costs every listener a status query)."""
+        announced = self.phase == "idle" and len(self.queue) >= BACKLOG_WORTH_ANNOUNCING
+        if announced:
             self._set_phase("annotating")
         try:
             while batch := self.queue.pop(ANNOTATION_BATCH):
                 if self._reporter.is_cancelled():
                     self.queue.clear_background()
+                    self.model_queue.clear_background()
                     continue
-                pending = await self.store.pending(self.annotator.id, batch)
+                pending = await self.store.pending(self.structural.id, batch)
                 if pending:
-                    await self._annotate(pending)
+                    await self._annotate_structural(pending)
                 self._annotated_in_pass += len(pending)
                 done = self._annotated_in_pass
                 total = done + len(self.queue)
@@ -452,21 +548,99 @@ class Workspace:
             log.exception("annotation failed")
             self.last_error = f"{type(exc).__name__}: {exc}"
         finally:
-            if self.phase == "annotating" and (self._pass_task is None or self._pass_task.done()):
+            if announced and self.phase == "annotating" and (self._pass_task is None or self._pass_task.done()):
                 self._set_phase("idle")
 
-    async def _annotate(self, pending: list[PendingFile]) -> None:
+    async def _read(self, pending: Sequence[PendingFile]) -> list[FileToAnnotate]:
+        """The texts of `pending` that still match the index; the others are re-scanned."""
         texts = await asyncio.to_thread(lambda: [_read_text(self.root, item) for item in pending])
-        readable = [text for text in texts if text is not None]
         changed_since_scan = [item.path for item, text in zip(pending, texts) if text is None]
         if changed_since_scan:
             self._spawn(self.refresh(changed_since_scan))
-        results = await self.annotator.annotate(readable)
-        await self.store.save_annotations(
-            self.annotator.id,
-            [(item.hash, annotation) for item, annotation in zip(readable, results)
-             if annotation is not None],
-        )
+        return [text for text in texts if text is not None]
+
+    async def _annotate_structural(self, pending: Sequence[PendingFile]) -> dict[str, Annotation]:
+        readable = await self._read(pending)
+        results = await self.structural.annotate(readable)
+        annotations = [(item.hash, annotation) for item, annotation in zip(readable, results)
+                       if annotation is not None]
+        await self.store.save_annotations(self.structural.id, annotations,
+                                          replace=self.annotator_id == self.structural.id)
+        return dict(annotations)
+
+    async def _drain_model(self) -> None:
+        """Model-annotate queued files until the queue is empty or the model cannot go on
+        (budget spent, endpoint refusing, or failing: then it waits and tries again)."""
+        model = self.model
+        if model is None:
+            return
+        reporter: ProgressReporter | None = None
+        done = 0
+        batch_size = MODEL_BATCH_PER_REQUEST * model.client.settings.concurrency
+        try:
+            while True:
+                reason = model.client.unavailable_reason()
+                if reason is not None:
+                    self._model_message = reason
+                    if model.client.breaker.is_open and self.persistent:
+                        await asyncio.sleep(model.client.breaker.seconds_left() + 0.05)
+                        continue
+                    log.warning("model annotation paused: %s", reason)
+                    return
+                batch = self.model_queue.pop(batch_size)
+                if not batch:
+                    self._model_message = None
+                    return
+                self._model_in_flight = len(batch)
+                self._model_stopped = None
+                pending = [item for item in await self.store.pending(model.id, batch)
+                           if item.hash not in self._model_gave_up]
+                if not pending:
+                    continue
+                if reporter is None and self.progress_factory is not None:
+                    reporter = await self.progress_factory("model")
+                    reporter.begin(f"filescout: summarizing with {model.client.settings.model}",
+                                   f"{len(self.model_queue) + len(pending)} files")
+                if reporter is not None and reporter.is_cancelled():
+                    self.model_queue.clear_background()
+                    continue
+                inputs = await self._model_inputs(pending)
+                annotations, error = await model.annotate(inputs)
+                saved = [(item.hash, annotation) for item, annotation in zip(inputs, annotations)
+                         if annotation is not None]
+                await self.store.save_annotations(model.id, saved, replace=True)
+                done += len(saved)
+                if error is None:
+                    self._model_gave_up.update(item.hash for item, annotation in zip(inputs, annotations)
+                                               if annotation is None)
+                else:
+                    # Not this batch's fault: put back what is left and pause.
+                    self.model_queue.extend([item.path for item, annotation in zip(inputs, annotations)
+                                             if annotation is None], NEIGHBOUR)
+                    self._model_message = str(error)
+                    if isinstance(error, (BudgetSpent, ModelRefused)):
+                        log.warning("model annotation stopped: %s", error)
+                        self._model_stopped = error
+                        return
+                self._model_in_flight = 0
+                if reporter is not None:
+                    total = done + len(self.model_queue)
+                    reporter.report(f"{done}/{total} files", 100 * done // max(total, 1))
+        finally:
+            self._model_in_flight = 0
+            if reporter is not None:
+                reporter.end(f"{done} files summarized" + (f"; {self._model_message}"
+                                                           if self._model_message else ""))
+
+    async def _model_inputs(self, pending: Sequence[PendingFile]) -> list[ModelInput]:
+        readable = await self._read(pending)
+        outlines = await self.store.annotations(self.structural.id, [item.hash for item in readable])
+        missing = [item for item in readable if item.hash not in outlines]
+        if missing:
+            computed = await asyncio.to_thread(lambda: [annotate_structure(item) for item in missing])
+            outlines.update((item.hash, annotation) for item, annotation in zip(missing, computed))
+        return [ModelInput(path=item.path, hash=item.hash, language=item.language, kind=item.kind,
+                           text=item.text, outline=outlines[item.hash]) for item in readable]
 
     # -- access and change signals ---------------------------------------------------------
 
@@ -485,14 +659,32 @@ class Workspace:
         existing = await self.store.existing(paths)
         # A file opened while the first scan runs is not in the index yet: keep it in mind.
         self._touched_unindexed.update(dict.fromkeys(set(paths) - set(existing)))
-        self.queue.extend(reversed(existing), TOUCHED)
+        self._queue_everywhere(reversed(existing), TOUCHED)
         if record:
-            if self.store.writable:
-                await self.store.record_access(existing, weight=weight)
-            else:
-                self._access_backlog.append((existing, weight))
+            await self._record(existing, weight=weight)
         self._ensure_draining()
         self._spawn(self._queue_neighbours(existing))
+
+    async def annotate_now(self, values: Sequence[str], *, timeout: float) -> list[FileItem]:
+        """Annotate these files before anything else and answer once they show the current
+        annotator's annotation (or when `timeout` runs out, with what they show then)."""
+        self._require_writer("annotate")
+        paths = self._relative_paths(values)
+        existing = await self.store.existing(paths)
+        missing = sorted(set(paths) - set(existing))
+        if missing:
+            raise InvalidParams(f"paths: not in the index: {', '.join(missing[:5])}")
+        await self.touch(existing, record=True)
+        deadline = time.monotonic() + timeout
+        while True:
+            items = await self.store.files_by_path(existing)
+            waiting = [path for path in existing
+                       if items[path].status in ("pending", "stale") and items[path].annotator != self.annotator_id]
+            model_stopped = self.model is None or self.model.client.unavailable_reason() is not None
+            if not waiting or time.monotonic() > deadline or (
+                    model_stopped and all(items[path].status != "pending" for path in waiting)):
+                return [items[path] for path in existing]
+            await asyncio.sleep(0.05)
 
     async def _queue_neighbours(self, paths: Sequence[str]) -> None:
         for path in paths[:4]:
@@ -508,7 +700,7 @@ class Workspace:
             imported = await self.store.existing(files)
             for directory_candidate in directories[:8]:
                 imported += await self.store.directory_files(directory_candidate, limit=8)
-            self.queue.extend([*imported[:NEIGHBOURS_PER_TOUCH], *siblings], NEIGHBOUR)
+            self._queue_everywhere([*imported[:NEIGHBOURS_PER_TOUCH], *siblings], NEIGHBOUR)
         self._ensure_draining()
 
     def _head_text(self, path: str) -> str:
@@ -534,7 +726,7 @@ class Workspace:
             max_file_size=self.settings.max_file_size)
         if batch.changed or batch.removed:
             await self.store.apply_changes(batch.changed, batch.removed)
-            self.queue.extend([item.path for item in batch.changed], TOUCHED)
+            self._queue_everywhere([item.path for item in batch.changed], TOUCHED)
             self._ensure_draining()
         return batch
 
@@ -550,45 +742,103 @@ class Workspace:
 
     # -- queries ---------------------------------------------------------------------------
 
-    async def stream_files(self, params: GetFilesParams) -> AsyncIterator[list[FileItem]]:
-        """Every matching file, in path order, in batches of `params.batch_size`."""
+    async def _listing(self, params: GetFilesParams) -> AsyncIterator[tuple[FileItem, tuple]]:
+        """Files matching every filter of `params`, in its order, each with its position."""
         path_filter = PathFilter.build(self.root, params.globs, params.paths)
-        after = decode_cursor(params.cursor).after if params.cursor else None
+        order = params.order_by or ("rank" if params.query else "path")
+        if order == "rank" and not params.query:
+            raise InvalidParams("orderBy: `rank` orders by a text query; pass `query` too")
+        position = decode_cursor(params.cursor, order) if params.cursor else None
+        ranked = await self._text_matches(params.query) if params.query else None
+        where = FileFilter(
+            prefixes=path_filter.prefixes,
+            kinds=tuple(params.kinds or LISTED_KINDS),
+            languages=tuple(params.languages),
+            statuses=tuple(params.status),
+            changed_since_ns=params.changed_since * 1_000_000 if params.changed_since is not None else None,
+            tags=tuple(tag.lower() for tag in params.tags),
+            all_tags=params.tags_match == "all",
+            ranked=tuple(ranked) if ranked is not None else None,
+        )
+        # A small first page answers quickly; later pages are larger, so fewer round trips.
+        first_page = max(min(params.batch_size, params.limit or DEFAULT_PAGE_SIZE) + 1, 100)
+        async for page in self.store.list_files(where, order=order, position=position,
+                                                first_page=first_page):
+            for item, key in page:
+                if path_filter.spec is None or path_filter.spec.match_file(item.path):
+                    yield item, key
+
+    async def _text_matches(self, text: str) -> list[str]:
+        """Paths whose descriptions or content match `text`, best first (BM25, no priors)."""
+        expression = analyse(text).match_expression
+        if expression is None:
+            raise InvalidParams("query: no searchable words in it")
+        scores: dict[str, float] = {}
+        for hits in (await self.store.search(expression, limit=TEXT_MATCH_LIMIT, weights=STRUCTURE_WEIGHTS),
+                     await self.store.search_bodies(expression, limit=TEXT_MATCH_LIMIT)):
+            for hit in hits:
+                scores[hit.path] = scores.get(hit.path, 0.0) + hit.rank
+        return sorted(scores, key=lambda path: (-scores[path], path))
+
+    async def stream_files(self, params: GetFilesParams) -> AsyncIterator[list[FileItem]]:
+        """Every matching file, in batches of `params.batch_size`."""
         batch: list[FileItem] = []
-        async for page in self.store.iter_files(after=after, prefixes=path_filter.prefixes):
-            for item in page:
-                if item.kind != "binary" and (path_filter.spec is None or path_filter.spec.match_file(item.path)):
-                    batch.append(item)
-                    if len(batch) >= params.batch_size:
-                        yield batch
-                        batch = []
+        async for item, _ in self._listing(params):
+            batch.append(item)
+            if len(batch) >= params.batch_size:
+                yield batch
+                batch = []
         if batch:
             yield batch
 
     async def files_page(self, params: GetFilesParams) -> GetFilesPage:
         limit = params.limit or DEFAULT_PAGE_SIZE
-        paged = msgspec.structs.replace(params, batch_size=limit + 1)
-        stream = self.stream_files(paged)
+        order = params.order_by or ("rank" if params.query else "path")
+        items: list[FileItem] = []
+        next_cursor = None
+        last_key: tuple = ()
+        listing = self._listing(params)
         try:
-            first = await anext(stream, [])
+            async for item, key in listing:
+                if len(items) == limit:
+                    next_cursor = encode_cursor(order, last_key)
+                    break
+                items.append(item)
+                last_key = key
         finally:
-            await stream.aclose()
-        items = first[:limit]
-        next_cursor = encode_cursor(items[-1].path) if len(first) > limit else None
+            await listing.aclose()
         return GetFilesPage(items=items, next_cursor=next_cursor)
 
-    async def find_relevant(self, params: FindRelevantParams) -> FindRelevantResult:
+    async def find_relevant_stream(self, params: FindRelevantParams) -> AsyncIterator[RelevanceUpdate]:
+        """The stages of findRelevant as they complete; the last update is `done`."""
         if not params.query.strip():
             raise InvalidParams("query: must not be blank")
         scope = params.scope
         path_filter = PathFilter.build(self.root, scope.globs if scope else [],
                                        scope.paths if scope else [], field_prefix="scope.")
-        items = await lexical_stage(self.store, params.query, limit=params.limit, scope=path_filter)
-        # What a question turns up is likely to be read next: annotate it soon.
-        self.queue.extend([item.path for item in items], NEIGHBOUR)
-        self._ensure_draining()
-        message = None if items else "no indexed file matches the query's words"
-        return FindRelevantResult(items=items, stages=["prefilter"], message=message)
+        client = self.model.client if self.model is not None else None
+        async for update in find(self.store, params, path_filter, client):
+            if update.done and update.items:
+                # What a question turns up is likely to be read next: annotate it soon, and
+                # count it (lightly) as used.
+                returned = [item.path for item in update.items]
+                self._queue_everywhere(returned, NEIGHBOUR)
+                self._ensure_draining()
+                await self._record(returned[:RETURNED_ACCESS_COUNT], weight=RETURNED_ACCESS_WEIGHT)
+            yield update
+
+    async def find_relevant(self, params: FindRelevantParams) -> FindRelevantResult:
+        async for update in self.find_relevant_stream(params):
+            if update.done:
+                return FindRelevantResult(items=update.items, stages=update.stages,
+                                          degraded=update.degraded, message=update.message)
+        raise AssertionError("the relevance stages ended without an answer")
+
+    async def _record(self, paths: list[str], *, weight: float) -> None:
+        if self.store.writable:
+            await self.store.record_access(paths, weight=weight)
+        else:
+            self._access_backlog.append((paths, weight))
 
     async def status(self) -> StatusResult:
         by_status, by_kind = await self.store.counts()
@@ -601,10 +851,54 @@ class Workspace:
             files=sum(by_status.values()),
             by_status=by_status,
             by_kind=by_kind,
-            annotator=self.annotator.id,
+            annotator=self.annotator_id,
             last_scan=await self.store.get_meta("last_scan"),
             role=self.role,
             writer_pid=os.getpid() if self.store.writable else self.lock.holder(),
             queued=len(self.queue),
+            model=await self.model_status(),
             last_error=self.last_error,
+        )
+
+    async def model_status(self) -> ModelStatus:
+        """What model annotation does, has cost, and would cost to finish."""
+        model_settings = self.settings.model
+        if self.model is None:
+            state = "privacy" if self.settings.privacy_mode and model_settings.model else "off"
+            message = ("privacy mode is on: no model is called" if state == "privacy"
+                       else "no model configured: structural annotations only")
+            return ModelStatus(annotator=self.structural.id, state=state, message=message)
+        client = self.model.client
+        budget = client.budget
+        waiting_files, waiting_bytes = await self.store.waiting_for(self.model.id)
+        waiting_files = max(waiting_files - len(self._model_gave_up), 0)
+        done, spent_in, spent_out = await self.store.token_cost(self.model.id)
+        if done:
+            estimate = round((spent_in + spent_out) / done * waiting_files)
+            input_share = spent_in / max(spent_in + spent_out, 1)
+        else:  # before any call: excerpts, outlines, a share of the instructions, the answers
+            estimate = round(min(waiting_bytes / CHARS_PER_TOKEN, waiting_files * model_settings.file_tokens)
+                             + waiting_files * (ESTIMATED_OUTLINE_TOKENS + OUTPUT_TOKENS_PER_FILE))
+            input_share = 0.85
+        cost = None
+        if model_settings.input_price is not None and model_settings.output_price is not None:
+            cost = round(estimate * (input_share * model_settings.input_price
+                                     + (1 - input_share) * model_settings.output_price) / 1e6, 4)
+        if client.refused:
+            state = "refused"
+        elif budget.spent() or isinstance(self._model_stopped, BudgetSpent):
+            state = "budget_spent"
+        elif client.breaker.is_open:
+            state = "unavailable"
+        elif self._model_task is not None and not self._model_task.done():
+            state = "active"
+        else:
+            state = "idle"
+        return ModelStatus(
+            annotator=self.model.id, state=state, message=self._model_message or client.unavailable_reason(),
+            tokens_today=budget.tokens_today, tokens_this_month=budget.tokens_this_month,
+            daily_budget=self.settings.budget.daily_tokens,
+            monthly_budget=self.settings.budget.monthly_tokens,
+            calls=budget.calls, failures=budget.failures, queued_files=len(self.model_queue) + self._model_in_flight,
+            estimated_tokens_to_finish=estimate, estimated_cost_to_finish=cost,
         )

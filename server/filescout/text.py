@@ -30,24 +30,27 @@ def split_identifier(identifier: str) -> list[str]:
     return parts
 
 
+@functools.lru_cache(maxsize=16_384)
+def _token_words(token: str, keep_whole: bool, min_length: int) -> tuple[str, ...]:
+    """The words one identifier contributes; identifiers repeat across a codebase, so cached."""
+    parts = split_identifier(token) if not token.isdigit() else [token]
+    whole = token.lower().strip("_")
+    found = [whole] if keep_whole and len(parts) > 1 and len(whole) >= min_length else []
+    found += [part for part in parts if len(part) >= min_length and part not in STOPWORDS]
+    return tuple(found)
+
+
 def words(text: str, *, keep_whole: bool = True, min_length: int = 2) -> Iterator[str]:
     """Lower-cased words of `text`, identifiers split into their parts; stopwords dropped."""
     for match in IDENTIFIER.finditer(text):
-        token = match.group(0)
-        parts = split_identifier(token) if not token.isdigit() else [token]
-        whole = token.lower().strip("_")
-        if keep_whole and len(parts) > 1 and len(whole) >= min_length:
-            yield whole
-        for part in parts:
-            if len(part) >= min_length and part not in STOPWORDS:
-                yield part
+        yield from _token_words(match.group(0), keep_whole, min_length)
 
 
 def unique_words(text: str) -> list[str]:
     return list(dict.fromkeys(words(text)))
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=8192)
 def _directory_words(directory: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(words(directory)))
 
@@ -61,3 +64,22 @@ def path_words(path: str) -> str:
 
 def join_words(items: Iterable[str]) -> str:
     return " ".join(dict.fromkeys(word for item in items for word in words(item)))
+
+
+BODY_TERM_CAP = 3
+"""How often one word may count in a file's content. BM25 saturates term frequency anyway;
+capping it keeps the content index small and stops a word repeated a thousand times in one file
+from dominating."""
+
+
+def body_words(text: str) -> str:
+    """The words of a file's content for the content index: identifier-aware, each word at
+    most BODY_TERM_CAP times, in first-seen order."""
+    counts: dict[str, int] = {}
+    kept: list[str] = []
+    for word in words(text):
+        seen = counts.get(word, 0)
+        if seen < BODY_TERM_CAP:
+            counts[word] = seen + 1
+            kept.append(word)
+    return " ".join(kept)

@@ -134,7 +134,7 @@ def annotate_text(item: FileToAnnotate) -> Annotation:
     if symbols and item.language != "markdown":
         parts.append("Defines " + ", ".join(symbols[:8]) + ("…" if len(symbols) > 8 else ""))
     if not about and not symbols:
-        line = first_meaningful_line(text)
+        line = first_meaningful_line(text).rstrip(".")
         if line:
             parts[0] += f": {line}"
     if not text.strip():

@@ -45,7 +45,8 @@ DEFINITIONS: dict[str, str] = {
     "type_item": "type", "type_definition": "type", "module": "module", "class": "class",
     "mod_item": "module", "namespace_definition": "namespace", "namespace_declaration": "namespace",
     "file_scoped_namespace_declaration": "namespace", "internal_module": "namespace",
-    "impl_item": "impl", "singleton_class": "class",
+    "impl_item": "impl", "singleton_class": "class", "object_definition": "object",
+    "trait_definition": "trait", "enum_definition": "enum",
     # functions
     "function_definition": "function", "function_declaration": "function",
     "function_item": "function", "method_definition": "method", "method_declaration": "method",
@@ -72,8 +73,11 @@ BODY_TYPES = frozenset({
 IMPORTS = frozenset({
     "import_statement", "import_from_statement", "future_import_statement", "import_declaration",
     "use_declaration", "using_directive", "preproc_include", "namespace_use_declaration",
-    "import_header", "import_list", "package_clause", "import_spec",
+    "import_header", "import_list", "import_spec",
 })
+NAMESPACES = frozenset({"namespace", "module"})
+"""Containers whose members count as top level: `namespace Shop { class Cart }` defines Cart."""
+IGNORED_IMPORTS = frozenset({"__future__"})
 NAME_TYPES = frozenset({"identifier", "type_identifier", "simple_identifier", "constant",
                         "name", "field_identifier", "namespace_identifier", "word",
                         "property_identifier", "qualified_identifier", "scoped_identifier",
@@ -268,7 +272,9 @@ def _module_doc(root: Node, source: bytes, language: str) -> str:
             if text[:1] in "\"'rRuUbB":
                 return _clean_comment(text.strip("rRuUbB").strip("\"'"))
         if "comment" in kind:
-            comments.append(_text(child, source))
+            text = _text(child, source)
+            if not text.startswith("#!"):
+                comments.append(text)
             continue
         if kind in ("php_tag", "package_clause", "package_declaration", "package_header",
                     "shebang") and not comments:
@@ -292,10 +298,11 @@ def _walk(node: Node, source: bytes, outline: Outline, depth: int, container: st
             if name:
                 outline.symbols.append(Symbol(name, kind if depth == 0 or kind != "function" else "method",
                                               depth, container))
-                if kind in CONTAINERS and depth + 1 < MAX_DEPTH:
+                inner = depth if kind in NAMESPACES else depth + 1
+                if kind in CONTAINERS and inner < MAX_DEPTH:
                     body = _body_of(child)
                     if body is not None:
-                        _walk(body, source, outline, depth + 1, name)
+                        _walk(body, source, outline, inner, name)
             continue
         if depth == 0 and child.type in IMPORTS:
             outline.imports.extend(_import_name(child, source))
@@ -325,7 +332,8 @@ def outline_code(source: bytes, language: str) -> Outline | None:
     outline = Outline(parsed=True)
     outline.doc = _module_doc(tree.root_node, source, language)
     _walk(tree.root_node, source, outline, 0, None)
-    outline.imports = list(dict.fromkeys(name for name in outline.imports if name))[:60]
+    outline.imports = list(dict.fromkeys(
+        name for name in outline.imports if name and name not in IGNORED_IMPORTS))[:60]
     names = {symbol.name for symbol in outline.top_level}
     if "main" in names and language in ("go", "rust", "c", "cpp", "java", "kotlin", "swift", "csharp"):
         outline.entry_point = True

@@ -8,6 +8,7 @@ defines, and what it builds on.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -16,9 +17,9 @@ from filescout.annotate.base import TAG_LIMIT, FileToAnnotate, clip
 from filescout.annotate.heuristic import annotate_text as annotate_by_lines
 from filescout.annotate.outline import Outline, has_grammar, outline_code, outline_data, outline_markdown
 from filescout.store import Annotation
-from filescout.text import STOPWORDS, split_identifier
+from filescout.text import STOPWORDS, body_words, split_identifier
 
-ANNOTATOR_ID = "structural/1"
+ANNOTATOR_ID = "structural/2"
 
 LANGUAGE_LABELS = {
     "python": "Python", "javascript": "JavaScript", "typescript": "TypeScript", "tsx": "TSX",
@@ -119,8 +120,7 @@ def describe(item: FileToAnnotate, outline: Outline) -> str:
     parts.append(f"{head}: {about}" if about else head)
     top = outline.top_level
     types = [s.name for s in top if s.kind in ("class", "struct", "interface", "trait", "record",
-                                                "object", "protocol", "enum", "type", "module",
-                                                "namespace", "impl")]
+                                                "object", "protocol", "enum", "type", "impl")]
     functions = [s.name for s in top if s.kind in ("function", "macro")]
     members = [s.name for s in outline.symbols if s.depth > 0 and s.kind in ("method", "function")]
     definitions = []
@@ -141,7 +141,12 @@ def describe(item: FileToAnnotate, outline: Outline) -> str:
     uses = [name for name in outline.imports if not name.startswith(".")]
     if uses:
         parts.append("Uses " + _names(uses, 4))
-    return clip(". ".join(part.rstrip(".") for part in parts) + ".")
+    return clip(" ".join(sentence(part) for part in parts))
+
+
+def sentence(text: str) -> str:
+    text = text.rstrip(" .")
+    return text if text.endswith(("!", "?")) else text + "."
 
 
 def annotate_structure(item: FileToAnnotate) -> Annotation:
@@ -154,11 +159,12 @@ def annotate_structure(item: FileToAnnotate) -> Annotation:
     elif has_grammar(language):
         outline = outline_code(item.text.encode("utf-8", errors="replace"), language)
     if outline is None:
-        return annotate_by_lines(item)
+        fallback = annotate_by_lines(item)
+        return dataclasses.replace(fallback, body=body_words(item.text))
     if not item.text.strip():
         label = LANGUAGE_LABELS.get(language, language.capitalize() or "Text")
         return Annotation(summary=f"{label} {KIND_NOUNS.get(item.kind, 'file')} (empty).",
-                          tags=role_tags(item, outline), symbols=[], imports=[])
+                          tags=role_tags(item, outline), symbols=[], imports=[], body="")
     names = [symbol.name for symbol in outline.symbols] + outline.headings + outline.keys
     tags = role_tags(item, outline) + framework_tags(outline.imports)
     tags += [language] if language and language not in tags else []
@@ -168,6 +174,7 @@ def annotate_structure(item: FileToAnnotate) -> Annotation:
         tags=list(dict.fromkeys(tags))[:TAG_LIMIT],
         symbols=list(dict.fromkeys(names)),
         imports=outline.imports,
+        body=body_words(item.text),
     )
 
 

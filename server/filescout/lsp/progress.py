@@ -65,3 +65,24 @@ class WorkDoneProgress:
     def is_cancelled(self) -> bool:
         future = self._server.work_done_progress.tokens.get(self._token)
         return future is not None and future.cancelled()
+
+
+class ClientProgress:
+    """Progress on a token the client sent with its request (`workDoneToken`): no creation
+    round trip; nothing at all when the client sent none."""
+
+    def __init__(self, server: LanguageServer, token: str | int | None, title: str) -> None:
+        self._server = server
+        self._token = token
+        if token is not None:
+            server.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title))
+
+    def report(self, message: str) -> None:
+        if self._token is not None:
+            self._server.work_done_progress.report(
+                self._token, types.WorkDoneProgressReport(message=message))
+
+    def end(self, message: str | None = None) -> None:
+        if self._token is not None:
+            self._server.work_done_progress.end(self._token, types.WorkDoneProgressEnd(message=message))
+            self._token = None

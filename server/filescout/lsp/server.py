@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import msgspec
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
@@ -22,16 +21,19 @@ from filescout import log as logsetup
 from filescout.engine import Workspace
 from filescout.errors import InvalidParams, ReadOnly, WorkspaceUnavailable
 from filescout.lsp.convert import converter_factory, decode_params
-from filescout.lsp.progress import WorkDoneProgress
+from filescout.lsp.progress import ClientProgress, WorkDoneProgress
+from filescout.lsp.wire import send_partial_result
 from filescout.paths import to_relative, uri_to_path
 from filescout_protocol.types import (
     COMMANDS,
     METHODS,
     PROTOCOL_VERSION,
     Command,
+    AnnotateParams,
     DidAccessParams,
     ErrorCode,
     FindRelevantParams,
+    FindRelevantResult,
     GetFilesParams,
     IndexStatus,
     Method,
@@ -136,6 +138,11 @@ def translate_errors(handler: Handler) -> Handler:
     return wrapper  # type: ignore[return-value]
 
 
+def no_arguments(command: str, args: tuple[Any, ...]) -> None:
+    if args:
+        raise InvalidParams(f"{command} takes no arguments, got {len(args)}")
+
+
 def workspace_root(params: types.InitializeParams) -> Path | None:
     """The root the editor opened: rootUri, else the first workspace folder, else rootPath."""
     if params.root_uri:
@@ -209,7 +216,7 @@ def create_server() -> FilescoutServer:
         if settings is None and ls.supports_configuration_pull():
             (settings,) = await ls.workspace_configuration_async(types.ConfigurationParams(
                 items=[types.ConfigurationItem(section="filescout")]))
-        warnings, rescan = engine.reconfigure(editor_settings(settings))
+        warnings, rescan = await engine.reconfigure(editor_settings(settings))
         logsetup.set_level(engine.settings.log_level)
         ls.show_warnings(warnings)
         if rescan:
@@ -230,8 +237,7 @@ def create_server() -> FilescoutServer:
         if request.partial_result_token is None:
             return await engine.files_page(request)
         async for batch in engine.stream_files(request):
-            ls.progress(types.ProgressParams(token=request.partial_result_token,
-                                             value=msgspec.to_builtins(batch)))
+            send_partial_result(ls, request.partial_result_token, batch)
         return []
 
     @server.feature(Method.FIND_RELEVANT)
@@ -239,12 +245,25 @@ def create_server() -> FilescoutServer:
     async def find_relevant(ls: FilescoutServer, params: Any) -> Any:
         request: FindRelevantParams = decode_params(params, FindRelevantParams,
                                                     Method.FIND_RELEVANT)
-        result = await ls.require_engine().find_relevant(request)
-        if request.partial_result_token is not None and result.items:
-            ls.progress(types.ProgressParams(token=request.partial_result_token,
-                                             value=msgspec.to_builtins(result.items)))
-            result = msgspec.structs.replace(result, items=[])
-        return result
+        engine = ls.require_engine()
+        token = request.partial_result_token
+        progress = ClientProgress(ls, request.work_done_token, "filescout: finding relevant files")
+        streamed: list[str] = []
+        try:
+            async for update in engine.find_relevant_stream(request):
+                if update.done:
+                    paths = [item.path for item in update.items]
+                    # The final answer repeats nothing already streamed (LSP partial results).
+                    rest = [] if token is not None and paths == streamed else update.items
+                    return FindRelevantResult(items=rest, stages=update.stages,
+                                              degraded=update.degraded, message=update.message)
+                progress.report(f"{update.stage}: {len(update.items)} files")
+                if token is not None and update.items:
+                    send_partial_result(ls, token, update.items)
+                    streamed = [item.path for item in update.items]
+        finally:
+            progress.end()
+        raise AssertionError("the relevance stages ended without an answer")
 
     @server.feature(Method.DID_ACCESS)
     async def did_access(ls: FilescoutServer, params: Any) -> None:
@@ -296,16 +315,23 @@ def create_server() -> FilescoutServer:
     @server.command(Command.REINDEX)
     @translate_errors
     async def reindex(ls: FilescoutServer, *args: Any) -> Any:
-        if args:
-            raise InvalidParams(f"{Command.REINDEX} takes no arguments, got {len(args)}")
+        no_arguments(Command.REINDEX, args)
         return await ls.require_engine().reindex()
 
     @server.command(Command.STATUS)
     @translate_errors
     async def status(ls: FilescoutServer, *args: Any) -> Any:
-        if args:
-            raise InvalidParams(f"{Command.STATUS} takes no arguments, got {len(args)}")
+        no_arguments(Command.STATUS, args)
         return await ls.require_engine().status()
+
+    @server.command(Command.ANNOTATE)
+    @translate_errors
+    async def annotate(ls: FilescoutServer, *args: Any) -> Any:
+        if len(args) != 1:
+            raise InvalidParams(f"{Command.ANNOTATE} takes one argument, {{paths, timeout?}}; "
+                                f"got {len(args)}")
+        request: AnnotateParams = decode_params(args[0], AnnotateParams, Command.ANNOTATE)
+        return await ls.require_engine().annotate_now(request.paths, timeout=request.timeout)
 
     return server
 

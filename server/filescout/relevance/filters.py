@@ -7,6 +7,7 @@ import binascii
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Union
 
 import msgspec
 import pathspec
@@ -15,21 +16,28 @@ from filescout.errors import InvalidParams
 from filescout.paths import normalise_glob, to_relative
 
 
-class PageCursor(msgspec.Struct, forbid_unknown_fields=True):
-    after: str
+class PageCursor(msgspec.Struct, forbid_unknown_fields=True, array_like=True):
+    order: str
+    position: list[Union[str, int]]
 
 
-def encode_cursor(after: str) -> str:
-    return base64.urlsafe_b64encode(msgspec.json.encode(PageCursor(after))).decode().rstrip("=")
+def encode_cursor(order: str, position: tuple) -> str:
+    raw = msgspec.json.encode(PageCursor(order, list(position)))
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str) -> PageCursor:
+def decode_cursor(cursor: str, order: str) -> tuple:
+    """The position a cursor resumes from; it must come from a page of the same order."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        return msgspec.json.decode(raw, type=PageCursor)
+        decoded = msgspec.json.decode(raw, type=PageCursor)
     except (binascii.Error, ValueError, msgspec.DecodeError):
         raise InvalidParams("cursor: not a cursor this server issued; pass `nextCursor` "
                             "from the previous page") from None
+    if decoded.order != order:
+        raise InvalidParams(f"cursor: it continues a listing ordered by {decoded.order!r}, "
+                            f"not {order!r}; pass the same orderBy")
+    return tuple(decoded.position)
 
 
 @dataclass(frozen=True)

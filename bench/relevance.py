@@ -1,0 +1,226 @@
+"""Relevance benchmark: which files matter for a request? Real commits of public repositories.
+
+    python bench/relevance.py --cases CASES.jsonl --repos DIR [--work DIR] [--model ...]
+
+Each case (see the cases file's README) is a commit: the request is its message, the answer the
+source files it modified, the workspace its parent's tree. `--repos` holds one git repository per
+`owner/name`, as `DIR/owner+name` (an ordinary clone, or a bare one at `DIR/owner+name/repo`).
+Workspaces are extracted with `git archive` under `--work`.
+
+filescout indexes each workspace with the embedded default (structural annotations, no model) and
+answers `files/findRelevant` through the same engine the server uses; the plain BM25-over-content
+baseline of the cases' README runs on the same workspaces in the same run. Reported per
+repository and overall: Recall@1/5/10, Acc@5 (all gold files in the top 5), MRR, and latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pathspec
+
+from filescout.engine import Workspace
+from filescout_protocol.types import FindRelevantParams
+
+# -- the baseline, as the cases' README specifies it -----------------------------------------
+
+BASELINE_STOPWORDS = frozenset("""a an and are as at be but by for if in into is it no not of on or
+such that the their then there these they this to was will with""".split())
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def baseline_tokens(text: str) -> list[str]:
+    tokens: list[str] = []
+    for match in IDENTIFIER.finditer(text):
+        word = match.group(0)
+        parts = [p.lower() for chunk in word.split("_") for p in CAMEL.findall(chunk)]
+        for token in {word.lower(), *parts} if len(parts) > 1 else parts or [word.lower()]:
+            if len(token) >= 2 and token not in BASELINE_STOPWORDS:
+                tokens.append(token)
+    return tokens
+
+
+def baseline_documents(root: Path) -> dict[str, list[str]]:
+    ignore_file = root / ".gitignore"
+    spec = pathspec.GitIgnoreSpec.from_lines(ignore_file.read_text(errors="replace").splitlines()) \
+        if ignore_file.is_file() else None
+    documents: dict[str, list[str]] = {}
+    for current, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git" and not os.path.islink(os.path.join(current, d))]
+        for name in files:
+            absolute = Path(current) / name
+            relative = absolute.relative_to(root).as_posix()
+            if absolute.is_symlink() or (spec is not None and spec.match_file(relative)):
+                continue
+            try:
+                if absolute.stat().st_size > 1_000_000:
+                    continue
+                data = absolute.read_bytes()
+            except OSError:
+                continue
+            if b"\0" in data[:8192]:
+                continue
+            path_tokens = baseline_tokens(relative)
+            documents[relative] = path_tokens * 2 + baseline_tokens(data.decode("utf-8", errors="replace"))
+    return documents
+
+
+def bm25_rank(documents: dict[str, list[str]], query: str, *, k1: float = 1.5, b: float = 0.75,
+              limit: int = 100) -> list[str]:
+    """Okapi BM25, Lucene variant (as bm25s computes it)."""
+    n = len(documents)
+    lengths = {path: len(tokens) for path, tokens in documents.items()}
+    average = sum(lengths.values()) / max(n, 1)
+    frequencies = {path: Counter(tokens) for path, tokens in documents.items()}
+    df: Counter[str] = Counter()
+    for counts in frequencies.values():
+        df.update(counts.keys())
+    terms = list(dict.fromkeys(baseline_tokens(query)))
+    scores: dict[str, float] = {}
+    for path, counts in frequencies.items():
+        score = 0.0
+        for term in terms:
+            tf = counts.get(term, 0)
+            if not tf:
+                continue
+            idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+            score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[path] / average))
+        if score > 0:
+            scores[path] = score
+    return sorted(scores, key=lambda path: (-scores[path], path))[:limit]
+
+
+# -- metrics ---------------------------------------------------------------------------------
+
+@dataclass
+class Scores:
+    r1: list[float] = field(default_factory=list)
+    r5: list[float] = field(default_factory=list)
+    r10: list[float] = field(default_factory=list)
+    acc5: list[float] = field(default_factory=list)
+    mrr: list[float] = field(default_factory=list)
+    latency: list[float] = field(default_factory=list)
+
+    def add(self, ranked: list[str], gold: list[str], seconds: float) -> None:
+        gold_set = set(gold)
+        for k, target in ((1, self.r1), (5, self.r5), (10, self.r10)):
+            target.append(len(gold_set & set(ranked[:k])) / len(gold_set))
+        self.acc5.append(float(gold_set <= set(ranked[:5])))
+        first = next((rank for rank, path in enumerate(ranked, 1) if path in gold_set), None)
+        self.mrr.append(1 / first if first else 0.0)
+        self.latency.append(seconds)
+
+    def row(self) -> list[str]:
+        mean = statistics.mean
+        return [f"{mean(values):.3f}" for values in (self.r1, self.r5, self.r10, self.acc5, self.mrr)]
+
+
+# -- workspaces ------------------------------------------------------------------------------
+
+def git_dir(repos: Path, repo: str) -> Path:
+    base = repos / repo.replace("/", "+")
+    for candidate in (base / ".git", base / "repo", base):
+        if (candidate / "HEAD").exists():
+            return candidate
+    raise SystemExit(f"no git repository for {repo} under {repos}")
+
+
+def workspace(work: Path, repos: Path, repo: str, parent: str) -> Path:
+    target = work / repo.replace("/", "+") / parent
+    if not (target / ".done").exists():
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", f"--git-dir={git_dir(repos, repo)}", "archive", parent],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+        (target / ".done").write_text("")
+    return target
+
+
+async def filescout_rank(root: Path, query: str, cache: Path, limit: int) -> tuple[list[str], float, float]:
+    env = {**os.environ, "FILESCOUT_CACHE_DIR": str(cache)}
+    engine = await Workspace.open(root, {"exclude": ["/.done"]}, env=env)
+    try:
+        started = time.perf_counter()
+        engine.start_indexing("index")
+        await engine.wait_idle()
+        indexed = time.perf_counter() - started
+        started = time.perf_counter()
+        result = await engine.find_relevant(FindRelevantParams(query=query, limit=limit))
+        return [item.path for item in result.items], time.perf_counter() - started, indexed
+    finally:
+        await engine.close()
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    cases = [json.loads(line) for line in args.cases.read_text().splitlines() if line.strip()]
+    if args.repo:
+        cases = [case for case in cases if case["repo"] in args.repo]
+    ours: dict[str, Scores] = defaultdict(Scores)
+    base: dict[str, Scores] = defaultdict(Scores)
+    index_seconds: list[float] = []
+    misses: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="filescout-relevance-") as temporary:
+        for number, case in enumerate(cases, 1):
+            root = workspace(args.work, args.repos, case["repo"], case["parent"])
+            ranked, seconds, indexed = await filescout_rank(
+                root, case["query"], Path(temporary) / str(number), 100)
+            index_seconds.append(indexed)
+            for key in (case["repo"], "all"):
+                ours[key].add(ranked, case["gold"], seconds)
+            if not set(case["gold"]) <= set(ranked[:5]):
+                misses.append(f"{case['repo']} {case['commit'][:8]}: gold {case['gold']} top5 {ranked[:5]}"
+                              f" | {case['query'][:100]!r}")
+            if not args.no_baseline:
+                documents = baseline_documents(root)
+                built = time.perf_counter()
+                baseline = bm25_rank(documents, case["query"])
+                for key in (case["repo"], "all"):
+                    base[key].add(baseline, case["gold"], time.perf_counter() - built)
+            print(f"{number}/{len(cases)} {case['repo']} {case['commit'][:8]}", file=sys.stderr)
+    print(f"## Relevance — {datetime.now(timezone.utc):%Y-%m-%d}, {platform.machine()}, "
+          f"Python {platform.python_version()}\n")
+    print(f"{len(cases)} cases; filescout without a model (structural annotations, prefilter stage)\n")
+    print("| repo | n | system | R@1 | R@5 | R@10 | Acc@5 | MRR | median query ms |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for repo in [*sorted(key for key in ours if key != "all"), "all"]:
+        n = len(ours[repo].r1)
+        print(f"| {repo} | {n} | filescout | " + " | ".join(ours[repo].row())
+              + f" | {statistics.median(ours[repo].latency) * 1000:.1f} |")
+        if base:
+            print(f"| {repo} | {n} | BM25 baseline | " + " | ".join(base[repo].row())
+                  + f" | {statistics.median(base[repo].latency) * 1000:.1f} |")
+    print(f"\nindexing per workspace (structural): median {statistics.median(index_seconds):.2f} s")
+    if args.misses:
+        print("\n".join(["", "### cases without every gold file in the top 5", *misses]))
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", type=Path, required=True)
+    parser.add_argument("--repos", type=Path, required=True)
+    parser.add_argument("--work", type=Path, default=Path(__file__).parent / ".work" / "relevance")
+    parser.add_argument("--repo", action="append", help="only these repositories")
+    parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--misses", action="store_true", help="list the cases missed at 5")
+    return asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

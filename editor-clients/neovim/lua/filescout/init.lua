@@ -1,0 +1,274 @@
+-- filescout for Neovim: starts the filescout server per project root through the built-in LSP
+-- client, and asks it which files matter for a question.
+--
+--   require("filescout").setup({ settings = { model = { model = "qwen2.5-coder:7b",
+--     baseUrl = "http://127.0.0.1:11434/v1" } } })
+--
+-- Commands: :FilescoutFind {question}, :FilescoutReindex, :FilescoutStatus.
+-- Lua API for chat plugins: require("filescout").find(question, on_result, opts).
+
+local M = {}
+
+local defaults = {
+  cmd = { "filescout", "serve" },
+  root_markers = { ".git", "filescout.toml", ".hg", "pyproject.toml", "package.json" },
+  settings = {}, -- sent as initializationOptions (see protocol/PROTOCOL.md, "Configuration")
+  autostart = true, -- start for the root of every file buffer opened
+  limit = 20,
+}
+
+M.config = vim.deepcopy(defaults)
+
+local partial_handlers = {} -- partialResultToken -> function(items)
+local token_counter = 0
+
+local function new_token(kind)
+  token_counter = token_counter + 1
+  return string.format("filescout-nvim-%s-%d-%d", kind, vim.uv.hrtime() % 1000000, token_counter)
+end
+
+-- Partial results arrive as $/progress notifications whose value is a list; work-done progress
+-- (indexing) goes on to Neovim's own handler, which feeds the LspProgress event.
+local function on_progress(err, result, ctx, config)
+  local handler = result and partial_handlers[result.token]
+  if handler and vim.islist(result.value) then
+    handler(result.value)
+    return
+  end
+  return vim.lsp.handlers["$/progress"](err, result, ctx, config)
+end
+
+local function request(client, method, params, handler)
+  if vim.fn.has("nvim-0.11") == 1 then
+    return client:request(method, params, handler)
+  end
+  return client.request(method, params, handler)
+end
+
+local function root_for(path)
+  local found = vim.fs.find(M.config.root_markers, { path = path, upward = true })[1]
+  return found and vim.fs.dirname(found) or nil
+end
+
+--- The running filescout client for a buffer or root (nil if none).
+function M.client(root)
+  local clients = vim.lsp.get_clients({ name = "filescout" })
+  local name = vim.api.nvim_buf_get_name(0)
+  root = root or (name ~= "" and root_for(name)) or nil
+  for _, client in ipairs(clients) do
+    if client.config.root_dir == (root or vim.uv.cwd()) then
+      return client
+    end
+  end
+  if root == nil and #clients == 1 then -- a scratch or quickfix buffer: the one server there is
+    return clients[1]
+  end
+  return nil
+end
+
+--- Start (or reuse) the server for `root`; returns the client id.
+function M.start(root, bufnr)
+  root = root or vim.uv.cwd()
+  local config = {
+    name = "filescout",
+    cmd = M.config.cmd,
+    root_dir = root,
+    workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fs.basename(root) } },
+    init_options = M.config.settings,
+    handlers = { ["$/progress"] = on_progress },
+  }
+  if bufnr then
+    return vim.lsp.start(config, { bufnr = bufnr })
+  end
+  if vim.fn.has("nvim-0.11") == 1 then
+    return vim.lsp.start(config, { attach = false })
+  end
+  return vim.lsp.start_client(config) -- 0.10: start without attaching a buffer
+end
+
+local function with_client(callback)
+  local client = M.client()
+  if not client then
+    vim.notify("filescout is not running for this project (:FilescoutStart starts it)", vim.log.levels.WARN)
+    return
+  end
+  callback(client)
+end
+
+--- Ask which files matter for `question`. `on_result(items, info)` runs for every streamed
+--- stage and once more at the end (`info.done`); items are filescout RelevantItems with an
+--- added `filename` (absolute path). opts: limit, scope, options (see PROTOCOL.md), client.
+function M.find(question, on_result, opts)
+  opts = opts or {}
+  local client = opts.client or M.client()
+  if not client then
+    on_result({}, { done = true, degraded = true, message = "filescout is not running for this project" })
+    return
+  end
+  local root = client.config.root_dir
+  local view = { stage = nil, items = {} }
+  local order = { prefilter = 0, judge = 1, final = 2 }
+  local function with_filenames(items)
+    for _, item in ipairs(items) do
+      item.filename = root .. "/" .. item.path
+    end
+    return items
+  end
+  local function merge(batch)
+    if #batch == 0 then
+      return
+    end
+    local stage = batch[1].stage
+    if view.stage == "judge" and stage == "judge" then
+      vim.list_extend(view.items, batch)
+      table.sort(view.items, function(a, b) return a.score > b.score end)
+    elseif view.stage == nil or order[stage] >= order[view.stage] then
+      view.items = batch
+    else
+      return
+    end
+    view.stage = stage
+    on_result(with_filenames(view.items), { stage = stage, done = false })
+  end
+  local token = new_token("find")
+  partial_handlers[token] = vim.schedule_wrap(merge)
+  local params = {
+    query = question,
+    limit = opts.limit or M.config.limit,
+    scope = opts.scope,
+    options = opts.options,
+    partialResultToken = token,
+  }
+  local _, request_id = request(client, "files/findRelevant", params, function(err, result)
+    partial_handlers[token] = nil
+    vim.schedule(function()
+      if err then
+        on_result(with_filenames(view.items), { done = true, degraded = true, message = err.message, error = err })
+        return
+      end
+      if result.items and #result.items > 0 then
+        view.items = result.items
+        view.stage = result.items[1].stage
+      end
+      on_result(with_filenames(view.items), {
+        stage = view.stage, done = true, stages = result.stages, degraded = result.degraded,
+        message = result.message ~= vim.NIL and result.message or nil,
+      })
+    end)
+  end)
+  return function() -- cancel
+    partial_handlers[token] = nil
+    if request_id then
+      if vim.fn.has("nvim-0.11") == 1 then client:cancel_request(request_id) else client.cancel_request(request_id) end
+    end
+  end
+end
+
+local function quickfix_items(items)
+  local entries = {}
+  for _, item in ipairs(items) do
+    table.insert(entries, {
+      filename = item.filename,
+      lnum = 1,
+      col = 1,
+      text = string.format("[%s %.2f] %s — %s", item.stage, item.score, item.reason, item.summary),
+    })
+  end
+  return entries
+end
+
+--- :FilescoutFind — results into the quickfix list, refreshed as stages stream in.
+function M.find_to_quickfix(question)
+  local title = "filescout: " .. question
+  local client = M.client()
+  vim.fn.setqflist({}, " ", { title = title, items = {} })
+  vim.cmd("botright copen")
+  M.find(question, function(items, info)
+    vim.fn.setqflist({}, "r", { title = title .. (info.done and "" or " …"), items = quickfix_items(items) })
+    if info.done and info.message then
+      vim.notify("filescout: " .. info.message, info.degraded and vim.log.levels.WARN or vim.log.levels.INFO)
+    end
+  end, { client = client })
+end
+
+--- The same, with vim.ui.select once the answer is complete.
+function M.find_select(question)
+  M.find(question, function(items, info)
+    if not info.done then
+      return
+    end
+    vim.ui.select(items, {
+      prompt = "filescout: " .. question,
+      format_item = function(item) return item.path .. " — " .. item.reason end,
+    }, function(choice)
+      if choice then
+        vim.cmd.edit(vim.fn.fnameescape(choice.filename))
+      end
+    end)
+  end)
+end
+
+local function command(name, arguments, callback)
+  with_client(function(client)
+    request(client, "workspace/executeCommand", { command = name, arguments = arguments }, function(err, result)
+      vim.schedule(function()
+        if err then
+          vim.notify("filescout: " .. err.message, vim.log.levels.ERROR)
+        elseif callback then
+          callback(result)
+        end
+      end)
+    end)
+  end)
+end
+
+function M.reindex(callback)
+  command("filescout.reindex", nil, function(result)
+    vim.notify(string.format("filescout: %d files (%d new, %d changed, %d removed) in %d ms",
+      result.files, result.added, result.changed, result.removed, result.elapsedMs))
+    if callback then callback(result) end
+  end)
+end
+
+function M.status(callback)
+  command("filescout.status", nil, function(result)
+    local counts = {}
+    for name, count in pairs(result.byStatus) do
+      table.insert(counts, count .. " " .. name)
+    end
+    table.sort(counts)
+    local lines = {
+      string.format("filescout %s (%s) — %s", result.serverVersion, result.role, result.root),
+      string.format("%d files: %s; phase %s; last scan %s", result.files, table.concat(counts, ", "),
+        result.phase, result.lastScan ~= vim.NIL and result.lastScan or "never"),
+      "index: " .. result.dbPath,
+    }
+    if result.model ~= vim.NIL and result.model.state ~= "off" then
+      table.insert(lines, string.format("model %s: %s, %d tokens today, ~%d to finish", result.model.annotator,
+        result.model.state, result.model.tokensToday, result.model.estimatedTokensToFinish))
+    end
+    vim.notify(table.concat(lines, "\n"))
+    if callback then callback(result) end
+  end)
+end
+
+function M.setup(opts)
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(defaults), opts or {})
+  local group = vim.api.nvim_create_augroup("filescout", { clear = true })
+  if M.config.autostart then
+    vim.api.nvim_create_autocmd("BufReadPost", {
+      group = group,
+      callback = function(args)
+        local name = vim.api.nvim_buf_get_name(args.buf)
+        if name ~= "" and vim.bo[args.buf].buftype == "" then
+          local root = root_for(name)
+          if root then
+            M.start(root, args.buf)
+          end
+        end
+      end,
+    })
+  end
+end
+
+return M

@@ -1,0 +1,305 @@
+// The VS Code side: one filescout server per workspace folder, commands, a status bar item and
+// the @filescout chat participant. Everything that talks to the server goes through client.ts.
+
+import * as path from "path";
+import * as vscode from "vscode";
+import {
+  DidChangeConfigurationNotification,
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  State,
+} from "vscode-languageclient/node";
+import { FilescoutClient, RelevanceView, describeStatus } from "./client";
+import { IndexStatus, Methods, RelevantItem, ServerSettings } from "./protocol";
+
+const INSTALL_HINT = "pipx install filescout   (or: python -m pip install filescout)";
+
+interface Workspace {
+  folder: vscode.WorkspaceFolder;
+  language: LanguageClient;
+  client: FilescoutClient;
+  status: IndexStatus | null;
+}
+
+const workspaces = new Map<string, Workspace>();
+let statusItem: vscode.StatusBarItem;
+
+/** The `filescout.*` settings the server understands (client-only ones left out: the server
+ * rejects unknown fields). */
+export function serverSettings(scope?: vscode.ConfigurationScope): ServerSettings {
+  const config = vscode.workspace.getConfiguration("filescout", scope);
+  const optional = <T>(key: string): T | undefined => {
+    const value = config.get<T | null>(key);
+    return value === null || value === undefined ? undefined : value;
+  };
+  return {
+    exclude: config.get<string[]>("exclude", []),
+    include: config.get<string[]>("include", []),
+    maxFileSize: config.get<number>("maxFileSize", 1048576),
+    privacyMode: config.get<boolean>("privacyMode", false),
+    model: {
+      model: optional<string>("model.model"),
+      baseUrl: optional<string>("model.baseUrl"),
+      apiKey: optional<string>("model.apiKey"),
+      concurrency: config.get<number>("model.concurrency", 2),
+    },
+    budget: {
+      dailyTokens: optional<number>("budget.dailyTokens"),
+      monthlyTokens: optional<number>("budget.monthlyTokens"),
+    },
+  };
+}
+
+function serverCommand(folder: vscode.WorkspaceFolder): { command: string; args: string[] } {
+  const config = vscode.workspace.getConfiguration("filescout", folder);
+  const explicit = config.get<string[]>("serverCommand", []);
+  if (explicit.length > 0) {
+    return { command: explicit[0], args: explicit.slice(1) };
+  }
+  const python = config.get<string>("pythonPath", "");
+  if (python) {
+    return { command: python, args: ["-m", "filescout", "serve"] };
+  }
+  return { command: "filescout", args: ["serve"] };
+}
+
+async function start(folder: vscode.WorkspaceFolder, output: vscode.OutputChannel): Promise<void> {
+  const { command, args } = serverCommand(folder);
+  const serverOptions: ServerOptions = { command, args, options: { cwd: folder.uri.fsPath } };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [{ scheme: "file", pattern: `${folder.uri.fsPath}/**/*` }],
+    workspaceFolder: folder,
+    initializationOptions: serverSettings(folder),
+    outputChannel: output,
+    // File watching: the server registers its own watcher (dynamic registration).
+  };
+  const language = new LanguageClient(`filescout-${folder.index}`, `filescout (${folder.name})`, serverOptions, clientOptions);
+  const workspace: Workspace = { folder, language, client: new FilescoutClient(language), status: null };
+  workspaces.set(folder.uri.toString(), workspace);
+  language.onDidChangeState((change) => {
+    if (change.newState === State.Stopped) {
+      updateStatusBar();
+    }
+  });
+  try {
+    await language.start();
+  } catch (error) {
+    workspaces.delete(folder.uri.toString());
+    const choice = await vscode.window.showErrorMessage(
+      `filescout could not start \`${[command, ...args].join(" ")}\` (${String(error)}). Install it with: ${INSTALL_HINT}, ` +
+        "or point filescout.serverCommand or filescout.pythonPath at it.",
+      "Open Settings",
+    );
+    if (choice) {
+      void vscode.commands.executeCommand("workbench.action.openSettings", "filescout");
+    }
+    return;
+  }
+  language.onNotification(Methods.status, (status: IndexStatus) => {
+    workspace.status = status;
+    updateStatusBar();
+  });
+}
+
+function updateStatusBar(): void {
+  const statuses = [...workspaces.values()].map((workspace) => workspace.status).filter((s): s is IndexStatus => s !== null);
+  if (workspaces.size === 0) {
+    statusItem.hide();
+    return;
+  }
+  const busy = statuses.find((status) => status.phase !== "idle");
+  const shown = busy ?? statuses[0];
+  statusItem.text = shown ? `$(${busy ? "sync~spin" : "search"}) ${describeStatus(shown)}` : "$(search) filescout";
+  statusItem.show();
+}
+
+async function pickWorkspace(): Promise<Workspace | undefined> {
+  const active = vscode.window.activeTextEditor?.document.uri;
+  const folder = active ? vscode.workspace.getWorkspaceFolder(active) : undefined;
+  if (folder && workspaces.has(folder.uri.toString())) {
+    return workspaces.get(folder.uri.toString());
+  }
+  const all = [...workspaces.values()];
+  if (all.length <= 1) {
+    if (all.length === 0) {
+      void vscode.window.showWarningMessage("filescout is not running for any workspace folder.");
+    }
+    return all[0];
+  }
+  const choice = await vscode.window.showQuickPick(all.map((w) => ({ label: w.folder.name, workspace: w })));
+  return choice?.workspace;
+}
+
+interface FileQuickPickItem extends vscode.QuickPickItem {
+  uri: vscode.Uri;
+}
+
+function quickPickItems(workspace: Workspace, view: RelevanceView): FileQuickPickItem[] {
+  return view.items.map((item: RelevantItem) => ({
+    label: `$(file) ${item.path}`,
+    description: `${item.stage} ${item.score.toFixed(2)}`,
+    detail: `${item.reason} — ${item.summary}`,
+    uri: vscode.Uri.joinPath(workspace.folder.uri, item.path),
+  }));
+}
+
+async function findRelevantFiles(): Promise<void> {
+  const workspace = await pickWorkspace();
+  if (!workspace) {
+    return;
+  }
+  const question = await vscode.window.showInputBox({
+    prompt: "Which files matter for…",
+    placeHolder: "e.g. where are refunds sent to the payment provider",
+  });
+  if (!question) {
+    return;
+  }
+  const pick = vscode.window.createQuickPick<FileQuickPickItem>();
+  pick.title = `filescout: ${question}`;
+  pick.matchOnDetail = true;
+  pick.busy = true;
+  pick.placeholder = "Finding relevant files…";
+  const cancel = new vscode.CancellationTokenSource();
+  pick.onDidHide(() => cancel.cancel());
+  pick.onDidAccept(async () => {
+    const chosen = pick.selectedItems[0];
+    if (chosen) {
+      pick.hide();
+      await vscode.window.showTextDocument(chosen.uri);
+      void workspace.client.didAccess([path.relative(workspace.folder.uri.fsPath, chosen.uri.fsPath)]);
+    }
+  });
+  pick.show();
+  try {
+    const view = await workspace.client.findRelevant({ query: question, limit: 30 }, (current) => {
+      pick.items = quickPickItems(workspace, current);
+      pick.placeholder = `${current.stage ?? "searching"}…`;
+    }, cancel.token);
+    pick.items = quickPickItems(workspace, view);
+    pick.placeholder = view.message ?? (view.items.length ? "Open a file" : "No file matches");
+  } catch (error) {
+    if (!cancel.token.isCancellationRequested) {
+      void vscode.window.showErrorMessage(`filescout: ${String(error)}`);
+    }
+  } finally {
+    pick.busy = false;
+    cancel.dispose();
+  }
+}
+
+async function reindexWorkspace(): Promise<void> {
+  const workspace = await pickWorkspace();
+  if (!workspace) {
+    return;
+  }
+  try {
+    const result = await workspace.client.reindex();
+    void vscode.window.showInformationMessage(
+      `filescout: ${result.files} files (${result.added} new, ${result.changed} changed, ${result.removed} removed) ` +
+        `in ${result.elapsedMs} ms; annotating in the background.`,
+    );
+  } catch (error) {
+    void vscode.window.showErrorMessage(`filescout: ${String(error)}`);
+  }
+}
+
+async function showIndexStatus(): Promise<void> {
+  const workspace = await pickWorkspace();
+  if (!workspace) {
+    return;
+  }
+  const status = await workspace.client.status();
+  const counts = Object.entries(status.byStatus).map(([name, count]) => `${count} ${name}`).join(", ");
+  const model = status.model && status.model.state !== "off"
+    ? ` Model ${status.model.annotator}: ${status.model.state}, ${status.model.tokensToday} tokens today, ` +
+      `about ${status.model.estimatedTokensToFinish} to finish.`
+    : "";
+  void vscode.window.showInformationMessage(
+    `filescout (${status.role}): ${status.files} files — ${counts}. Phase: ${status.phase}. ` +
+      `Last scan: ${status.lastScan ?? "never"}.${model} Index: ${status.dbPath}`,
+  );
+}
+
+/** @filescout in the chat view: stream the relevant files as references, with reasons. */
+async function chatHandler(
+  request: vscode.ChatRequest,
+  _context: vscode.ChatContext,
+  stream: vscode.ChatResponseStream,
+  token: vscode.CancellationToken,
+): Promise<vscode.ChatResult> {
+  const workspace = await pickWorkspace();
+  if (!workspace) {
+    stream.markdown("filescout is not running for this workspace.");
+    return {};
+  }
+  stream.progress("Finding the files that matter…");
+  let announced: string | null = null;
+  const view = await workspace.client.findRelevant({ query: request.prompt, limit: 12 }, (current) => {
+    if (current.stage && current.stage !== announced && !current.done) {
+      announced = current.stage;
+      stream.progress(`${current.stage}: ${current.items.length} candidates…`);
+    }
+  }, token);
+  if (view.items.length === 0) {
+    stream.markdown(view.message ?? "No file in the index matches that question.");
+    return {};
+  }
+  stream.markdown(`**Relevant files** (${view.stages.join(" → ")}${view.degraded ? ", degraded" : ""}):\n\n`);
+  for (const item of view.items) {
+    const uri = vscode.Uri.joinPath(workspace.folder.uri, item.path);
+    stream.reference(uri);
+    stream.markdown(`- [${item.path}](${uri.toString()}) — ${item.reason}\n`);
+  }
+  if (view.message) {
+    stream.markdown(`\n_${view.message}_`);
+  }
+  return {};
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const output = vscode.window.createOutputChannel("filescout");
+  statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 10);
+  statusItem.command = "filescout.showIndexStatus";
+  context.subscriptions.push(
+    output,
+    statusItem,
+    vscode.commands.registerCommand("filescout.reindexWorkspace", reindexWorkspace),
+    vscode.commands.registerCommand("filescout.findRelevantFiles", findRelevantFiles),
+    vscode.commands.registerCommand("filescout.showIndexStatus", showIndexStatus),
+    vscode.workspace.onDidChangeWorkspaceFolders(async (event) => {
+      for (const folder of event.removed) {
+        await workspaces.get(folder.uri.toString())?.language.stop();
+        workspaces.delete(folder.uri.toString());
+      }
+      for (const folder of event.added) {
+        await start(folder, output);
+      }
+      updateStatusBar();
+    }),
+    vscode.workspace.onDidChangeConfiguration(async (event) => {
+      for (const workspace of workspaces.values()) {
+        if (event.affectsConfiguration("filescout", workspace.folder)) {
+          await workspace.language.sendNotification(DidChangeConfigurationNotification.type, {
+            settings: { filescout: serverSettings(workspace.folder) },
+          });
+        }
+      }
+    }),
+  );
+  if (vscode.chat?.createChatParticipant) {
+    const participant = vscode.chat.createChatParticipant("filescout.files", chatHandler);
+    participant.iconPath = new vscode.ThemeIcon("search");
+    context.subscriptions.push(participant);
+  }
+  for (const folder of vscode.workspace.workspaceFolders ?? []) {
+    await start(folder, output);
+  }
+  updateStatusBar();
+}
+
+export async function deactivate(): Promise<void> {
+  await Promise.all([...workspaces.values()].map((workspace) => workspace.language.stop()));
+  workspaces.clear();
+}

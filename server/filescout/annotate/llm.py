@@ -1,0 +1,200 @@
+"""Summaries and tags written by a model, from the structural outline and a bounded excerpt.
+
+What reaches the model: the path, language and kind, the structural outline (summary, symbols,
+imports) and the first `file_tokens` tokens of content, all passed through `redact`. Sensitive
+files never get here. Several small files share one request to save the per-request overhead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import msgspec
+
+from filescout.annotate.base import SUMMARY_LIMIT, TAG_LIMIT, clip
+from filescout.model import CHARS_PER_TOKEN, ModelClient, ModelError, estimate_tokens, extract_json
+from filescout.redact import redact
+from filescout.store import Annotation
+
+log = logging.getLogger(__name__)
+
+PROMPT_VERSION = 1
+MAX_FILES_PER_REQUEST = 8
+OUTPUT_TOKENS_PER_FILE = 110
+
+SYSTEM_PROMPT = """\
+You annotate files for a code search index. A developer will later ask "which files matter for \
+this question?", and your annotations are what the search reads.
+
+For each file you get its path, language, kind, an outline extracted from its syntax tree, and \
+its content (possibly cut short). For each file write:
+- "summary": one or two plain sentences, at most 300 characters, saying what the file is \
+responsible for and naming its main classes, functions or sections. Use the words a developer \
+would search with. Do not start with "This file".
+- "tags": 3 to 8 short lowercase keywords: domain concepts, technologies, and the file's role \
+(for example test, config, migration, cli, api, model, ui).
+
+Answer with JSON only: {"files": [{"path": "...", "summary": "...", "tags": ["..."]}]}, one entry \
+per file, each path exactly as given."""
+
+
+class FileNote(msgspec.Struct):
+    path: str
+    summary: str
+    tags: list[str]
+
+
+class AnswerBatch(msgspec.Struct):
+    files: list[FileNote]
+
+
+ANSWER_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["files"],
+    "properties": {
+        "files": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["path", "summary", "tags"],
+                "properties": {
+                    "path": {"type": "string"},
+                    "summary": {"type": "string"},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        },
+    },
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInput:
+    path: str
+    hash: str
+    language: str | None
+    kind: str
+    text: str
+    outline: Annotation
+    """The structural annotation: the outline the model starts from."""
+
+
+def excerpt(text: str, token_budget: int) -> tuple[str, str]:
+    """The head of `text` within the budget, cut at a line, and a note on what was left out."""
+    limit = int(token_budget * CHARS_PER_TOKEN)
+    if len(text) <= limit:
+        return text, ""
+    cut = text.rfind("\n", 0, limit)
+    head = text[: cut if cut > limit // 2 else limit]
+    shown, total = head.count("\n") + 1, text.count("\n") + 1
+    return head, f" (first {shown} of {total} lines; the outline covers the rest)"
+
+
+def render_file(item: ModelInput, token_budget: int) -> str:
+    content, note = excerpt(item.text, token_budget)
+    outline = item.outline
+    lines = [f"### {item.path} ({item.language or 'text'}, {item.kind})",
+             f"outline: {outline.summary}"]
+    if outline.symbols:
+        lines.append("symbols: " + ", ".join(outline.symbols[:60]))
+    if outline.imports:
+        lines.append("imports: " + ", ".join(outline.imports[:30]))
+    lines += [f"content{note}:", "```", content.rstrip(), "```"]
+    return redact("\n".join(lines))
+
+
+def plan_requests(items: Sequence[ModelInput], *, file_tokens: int,
+                  request_tokens: int) -> list[list[tuple[ModelInput, str]]]:
+    """Group rendered files into requests that stay within the input budget."""
+    groups: list[list[tuple[ModelInput, str]]] = []
+    current: list[tuple[ModelInput, str]] = []
+    size = estimate_tokens(SYSTEM_PROMPT)
+    for item in items:
+        rendered = render_file(item, file_tokens)
+        cost = estimate_tokens(rendered)
+        if current and (size + cost > request_tokens or len(current) >= MAX_FILES_PER_REQUEST):
+            groups.append(current)
+            current, size = [], estimate_tokens(SYSTEM_PROMPT)
+        current.append((item, rendered))
+        size += cost
+    if current:
+        groups.append(current)
+    return groups
+
+
+def clean_tags(tags: Sequence[str]) -> list[str]:
+    cleaned = []
+    for tag in tags:
+        tag = " ".join(str(tag).lower().strip().strip("#").split())[:40]
+        if tag:
+            cleaned.append(tag)
+    return list(dict.fromkeys(cleaned))[:TAG_LIMIT]
+
+
+class ModelAnnotator:
+    """Annotations from a model; the structural annotation stays when the model cannot help."""
+
+    def __init__(self, client: ModelClient) -> None:
+        self.client = client
+        self.id = f"model:{client.name}/p{PROMPT_VERSION}"
+
+    async def annotate(self, items: Sequence[ModelInput]) -> tuple[list[Annotation | None], ModelError | None]:
+        """Annotations for the items that got one, and the error that stopped the others
+        (the caller pauses model work on it; structural annotations stand meanwhile)."""
+        settings = self.client.settings
+        groups = plan_requests(items, file_tokens=settings.file_tokens,
+                               request_tokens=settings.request_tokens)
+        answers = await asyncio.gather(*(self._request(group) for group in groups),
+                                       return_exceptions=True)
+        by_path: dict[str, Annotation] = {}
+        error: ModelError | None = None
+        for answer in answers:
+            if isinstance(answer, ModelError):
+                error = error or answer
+            elif isinstance(answer, BaseException):
+                raise answer
+            else:
+                by_path.update(answer)
+        return [by_path.get(item.path) for item in items], error
+
+    async def _request(self, group: list[tuple[ModelInput, str]]) -> dict[str, Annotation]:
+        """One request for a group; a malformed or incomplete answer is asked for once more
+        (for the missing files only), then those files keep their structural annotation."""
+        results: dict[str, Annotation] = {}
+        remaining = group
+        for attempt in range(2):
+            body = "\n\n".join(rendered for _, rendered in remaining)
+            messages = [{"role": "system", "content": SYSTEM_PROMPT},
+                        {"role": "user", "content": f"Annotate these {len(remaining)} files.\n\n{body}"}]
+            if attempt:
+                messages.append({"role": "user", "content": "Answer with the JSON object only, "
+                                 "one entry per file, paths exactly as given."})
+            completion = await self.client.complete(
+                messages, schema=ANSWER_SCHEMA, schema_name="file_annotations",
+                max_output_tokens=OUTPUT_TOKENS_PER_FILE * len(remaining) + 60)
+            share_in = completion.input_tokens // max(len(remaining), 1)
+            share_out = completion.output_tokens // max(len(remaining), 1)
+            try:
+                answer = extract_json(completion.text, AnswerBatch)
+            except ValueError as error:
+                log.info("model answer unusable (%s)%s", error, "; asking again" if not attempt else "")
+                continue
+            wanted = {item.path: item for item, _ in remaining}
+            for note in answer.files:
+                item = wanted.pop(note.path, None)
+                summary = clip(note.summary.strip(), SUMMARY_LIMIT)
+                if item is None or not summary:
+                    continue  # a path we did not ask about, or an empty summary
+                results[item.path] = Annotation(
+                    summary=summary, tags=clean_tags(note.tags) or item.outline.tags,
+                    symbols=item.outline.symbols, imports=item.outline.imports,
+                    input_tokens=share_in, output_tokens=share_out)
+            remaining = [(item, rendered) for item, rendered in remaining if item.path in wanted]
+            if not remaining:
+                break
+        return results

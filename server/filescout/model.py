@@ -1,0 +1,363 @@
+"""Calls to an OpenAI-compatible chat endpoint, made safe to run unattended.
+
+Every call goes through one `ModelClient`: bounded concurrency, retries with exponential
+backoff and jitter on 429/5xx/timeouts (honouring Retry-After), a circuit breaker that stops
+hammering a dead endpoint, a token budget checked before and recorded after each call, and a
+structured-output mode that falls back when a server does not support JSON schemas.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import math
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlparse
+
+import msgspec
+
+from filescout_protocol.types import BudgetSettings, ModelSettings
+
+if TYPE_CHECKING:
+    import openai
+
+log = logging.getLogger(__name__)
+
+CHARS_PER_TOKEN = 4.0
+"""Average for source code with the cl100k/o200k tokenizers (bench/annotation_bench.py
+measures it on real repositories); used to plan requests before the server counts for real."""
+BREAKER_THRESHOLD = 3
+BREAKER_COOLDOWN = 30.0
+BREAKER_MAX_COOLDOWN = 600.0
+BACKOFF_BASE = 1.0
+BACKOFF_CAP = 30.0
+RETRY_AFTER_CAP = 120.0
+StructuredMode = Literal["json_schema", "json_object", "none"]
+STRUCTURED_MODES: tuple[StructuredMode, ...] = ("json_schema", "json_object", "none")
+
+
+def estimate_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+class ModelError(Exception):
+    """A model call did not produce an answer."""
+
+
+class ModelUnavailable(ModelError):
+    """The endpoint keeps failing (retries spent, or the circuit breaker is open)."""
+
+
+class ModelRefused(ModelError):
+    """The endpoint rejected the request for a reason retrying will not fix (API key, model
+    name, permissions)."""
+
+
+class BudgetSpent(ModelError):
+    """The configured token budget for today or this month is used up."""
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    text: str
+    input_tokens: int
+    output_tokens: int
+
+
+def provider_of(settings: ModelSettings) -> str:
+    """A short label for the endpoint, used in annotator ids."""
+    if settings.provider:
+        return settings.provider
+    if not settings.base_url:
+        return "openai"
+    parsed = urlparse(settings.base_url)
+    host, port = parsed.hostname or "", parsed.port
+    known = {11434: "ollama", 1234: "lmstudio", 8080: "llamacpp", 8000: "vllm"}
+    if host in ("127.0.0.1", "localhost", "::1") and port in known:
+        return known[port]
+    if host.endswith("openai.com"):
+        return "openai"
+    return re.sub(r"[^a-z0-9.\-]", "-", f"{host}:{port}" if port else host) or "custom"
+
+
+def retry_after(error: Exception) -> float | None:
+    """Seconds the server asked us to wait (Retry-After in seconds or as an HTTP date, or
+    retry-after-ms), capped."""
+    response = getattr(error, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    if headers.get("retry-after-ms"):
+        try:
+            return min(float(headers["retry-after-ms"]) / 1000, RETRY_AFTER_CAP)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return min(max(float(value), 0.0), RETRY_AFTER_CAP)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return min(max((when - datetime.now(timezone.utc)).total_seconds(), 0.0), RETRY_AFTER_CAP)
+
+
+def _openai() -> Any:
+    """The openai package, imported on first use: it takes half a second to import, and a
+    server without a model configured never needs it."""
+    import openai
+
+    return openai
+
+
+def is_retryable(error: Exception) -> bool:
+    openai = _openai()
+    if isinstance(error, (openai.APITimeoutError, openai.APIConnectionError)):
+        return True
+    if isinstance(error, openai.APIStatusError):
+        return error.status_code in (408, 409, 425, 429) or error.status_code >= 500
+    return False
+
+
+class CircuitBreaker:
+    """Open after BREAKER_THRESHOLD failed calls in a row; let one call through after a
+    cooldown that doubles each time the trial fails."""
+
+    def __init__(self, cooldown: float = BREAKER_COOLDOWN,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self.failures = 0
+        self.initial_cooldown = cooldown
+        self.cooldown = cooldown
+        self.open_until = 0.0
+
+    @property
+    def is_open(self) -> bool:
+        return self.failures >= BREAKER_THRESHOLD and self._clock() < self.open_until
+
+    def seconds_left(self) -> float:
+        return max(0.0, self.open_until - self._clock()) if self.failures >= BREAKER_THRESHOLD else 0.0
+
+    def success(self) -> None:
+        self.failures = 0
+        self.cooldown = self.initial_cooldown
+
+    def failure(self) -> None:
+        self.failures += 1
+        if self.failures == BREAKER_THRESHOLD:
+            self.open_until = self._clock() + self.cooldown
+            log.warning("model endpoint failed %d times in a row; pausing model calls for %.0f s",
+                        self.failures, self.cooldown)
+        elif self.failures > BREAKER_THRESHOLD and self._clock() >= self.open_until:
+            # The trial call after a cooldown failed too (calls that were already under way
+            # when the circuit opened fail inside the cooldown and do not count as trials).
+            self.cooldown = min(self.cooldown * 2, BREAKER_MAX_COOLDOWN)
+            self.open_until = self._clock() + self.cooldown
+
+
+UsageSink = Callable[[str, int, int, int, int], Awaitable[None]]
+"""(day, calls, failures, input tokens, output tokens) -> stored"""
+
+
+class Budget:
+    """Token totals for today and this month, kept in memory and persisted through a sink."""
+
+    def __init__(self, settings: BudgetSettings, history: list[tuple[str, int, int, int, int]],
+                 sink: UsageSink) -> None:
+        self.settings = settings
+        self.days: dict[str, list[int]] = {day: [calls, failures, tokens_in, tokens_out]
+                                           for day, calls, failures, tokens_in, tokens_out in history}
+        self._sink = sink
+
+    @staticmethod
+    def today() -> str:
+        return date.today().isoformat()
+
+    def _tokens(self, prefix: str) -> int:
+        return sum(v[2] + v[3] for day, v in self.days.items() if day.startswith(prefix))
+
+    @property
+    def tokens_today(self) -> int:
+        return self._tokens(self.today())
+
+    @property
+    def tokens_this_month(self) -> int:
+        return self._tokens(self.today()[:7])
+
+    @property
+    def calls(self) -> int:
+        return sum(v[0] for v in self.days.values())
+
+    @property
+    def failures(self) -> int:
+        return sum(v[1] for v in self.days.values())
+
+    def spent(self, planned: int = 0) -> str | None:
+        """Why a call of `planned` tokens must not be made, or None."""
+        daily, monthly = self.settings.daily_tokens, self.settings.monthly_tokens
+        need = f"; the next request needs about {planned}" if planned else ""
+        if daily is not None and self.tokens_today + planned > daily:
+            return f"the daily budget of {daily} tokens is spent ({self.tokens_today} used today{need})"
+        if monthly is not None and self.tokens_this_month + planned > monthly:
+            return (f"the monthly budget of {monthly} tokens is spent "
+                    f"({self.tokens_this_month} used this month{need})")
+        return None
+
+    async def record(self, *, calls: int = 0, failures: int = 0, input_tokens: int = 0,
+                     output_tokens: int = 0) -> None:
+        day = self.today()
+        totals = self.days.setdefault(day, [0, 0, 0, 0])
+        for index, value in enumerate((calls, failures, input_tokens, output_tokens)):
+            totals[index] += value
+        await self._sink(day, calls, failures, input_tokens, output_tokens)
+
+
+class ModelClient:
+    def __init__(self, settings: ModelSettings, budget: Budget,
+                 client: openai.AsyncOpenAI | None = None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        if not settings.model:
+            raise ValueError("no model configured")
+        self.settings = settings
+        self.budget = budget
+        self.name = f"{provider_of(settings)}/{settings.model}"
+        self.breaker = CircuitBreaker(settings.failure_pause)
+        self.refused: str | None = None
+        self._sleep = sleep
+        self._gate = asyncio.Semaphore(settings.concurrency)
+        self._modes: list[StructuredMode] = (list(STRUCTURED_MODES) if settings.structured_output == "auto"
+                                             else [settings.structured_output])
+        self._client = client or _openai().AsyncOpenAI(
+            api_key=settings.api_key or "not-needed",
+            base_url=settings.base_url,
+            timeout=settings.timeout,
+            max_retries=0,  # retries are ours: backoff with jitter, Retry-After, the breaker
+        )
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    def unavailable_reason(self) -> str | None:
+        """Why no call would be attempted right now, or None."""
+        if self.refused:
+            return self.refused
+        if self.breaker.is_open:
+            return f"the model endpoint is failing; retrying in {self.breaker.seconds_left():.0f} s"
+        return self.budget.spent()
+
+    async def complete(self, messages: list[dict[str, str]], *, schema: dict[str, Any],
+                       schema_name: str, max_output_tokens: int) -> Completion:
+        """One chat completion that should return JSON matching `schema`."""
+        planned = sum(estimate_tokens(message["content"]) for message in messages) + max_output_tokens
+        async with self._gate:  # checked inside: calls queued here see what the last one did
+            if self.refused:
+                raise ModelRefused(self.refused)
+            if self.breaker.is_open:
+                raise ModelUnavailable(f"circuit open for {self.breaker.seconds_left():.0f} s more")
+            reason = self.budget.spent(planned)
+            if reason:
+                raise BudgetSpent(reason)
+            return await self._with_retries(messages, schema, schema_name, max_output_tokens)
+
+    async def _with_retries(self, messages: list[dict[str, str]], schema: dict[str, Any],
+                            schema_name: str, max_output_tokens: int) -> Completion:
+        openai = _openai()
+        attempt = 0
+        while True:
+            mode = self._modes[0]
+            try:
+                response = await self._client.chat.completions.create(
+                    model=self.settings.model,  # type: ignore[arg-type]
+                    messages=messages,  # type: ignore[arg-type]
+                    temperature=0,
+                    max_tokens=max_output_tokens,
+                    **_response_format(mode, schema, schema_name),
+                )
+            except asyncio.CancelledError:
+                raise
+            except openai.BadRequestError as error:
+                if len(self._modes) > 1 and _about_response_format(error):
+                    log.info("the endpoint does not take response_format=%s; trying %s",
+                             self._modes[0], self._modes[1])
+                    self._modes.pop(0)
+                    continue
+                await self.budget.record(failures=1)
+                raise ModelError(f"the endpoint rejected the request: {_detail(error)}") from error
+            except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as error:
+                self.refused = f"the model endpoint refused the request: {_detail(error)}"
+                log.error("%s; model annotation is off until the settings change", self.refused)
+                await self.budget.record(failures=1)
+                raise ModelRefused(self.refused) from error
+            except Exception as error:
+                if not is_retryable(error) or attempt >= self.settings.max_retries:
+                    self.breaker.failure()
+                    await self.budget.record(failures=1)
+                    raise ModelUnavailable(f"model call failed: {_detail(error)}") from error
+                delay = retry_after(error)
+                if delay is None:
+                    delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt) * random.uniform(0.5, 1.5)
+                attempt += 1
+                log.info("model call failed (%s); retry %d in %.1f s", _detail(error), attempt, delay)
+                await self._sleep(delay)
+                continue
+            self.breaker.success()
+            text = response.choices[0].message.content or "" if response.choices else ""
+            usage = response.usage
+            input_tokens = usage.prompt_tokens if usage else sum(
+                estimate_tokens(message["content"]) for message in messages)
+            output_tokens = usage.completion_tokens if usage else estimate_tokens(text)
+            await self.budget.record(calls=1, input_tokens=input_tokens, output_tokens=output_tokens)
+            return Completion(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
+
+
+def _response_format(mode: StructuredMode, schema: dict[str, Any], name: str) -> dict[str, Any]:
+    if mode == "json_schema":
+        return {"response_format": {"type": "json_schema",
+                                    "json_schema": {"name": name, "strict": True, "schema": schema}}}
+    if mode == "json_object":
+        return {"response_format": {"type": "json_object"}}
+    return {}
+
+
+def _about_response_format(error: openai.BadRequestError) -> bool:
+    text = str(error).lower()
+    return any(word in text for word in ("response_format", "json_schema", "json_object",
+                                         "structured", "schema"))
+
+
+def _detail(error: Exception) -> str:
+    status = getattr(error, "status_code", None)
+    message = getattr(error, "message", None) or str(error) or type(error).__name__
+    return f"{status} {message}" if status else message
+
+
+FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def extract_json(text: str, type_: type[Any]) -> Any:
+    """Decode `text` as `type_`, tolerating code fences and prose around the JSON object."""
+    candidates = [text]
+    fenced = FENCE.search(text)
+    if fenced:
+        candidates.append(fenced.group(1))
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start:end + 1])
+    error: Exception | None = None
+    for candidate in candidates:
+        try:
+            return msgspec.json.decode(candidate.strip().encode(), type=type_)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            error = exc
+    raise ValueError(f"the model's answer is not valid JSON of the expected shape: {error}")

@@ -1,0 +1,204 @@
+"""Stages 2 and 3 of findRelevant, with a model: judge chunks of candidate summaries in
+parallel, then rank the promising ones in one call. Plus the optional tag-selection step that
+widens the candidate pool before judging.
+
+The model sees the question, paths, summaries and tags — never file contents — all redacted.
+Every answer is decoded with msgspec; names of files that were not offered are dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Annotated
+
+import msgspec
+
+from filescout.model import ModelClient, ModelError, estimate_tokens, extract_json
+from filescout.redact import redact
+from filescout_protocol.types import FileItem
+
+log = logging.getLogger(__name__)
+
+CHUNK_TOKENS = 1800
+CHUNK_FILES = 15
+PASS_SCORE = 5.0
+FINAL_POOL = 25
+TAG_VOCABULARY = 300
+PICKED_TAGS = 8
+
+JUDGE_PROMPT = """\
+You help a developer find the files that matter for a request about their codebase. You get the \
+request and a list of files, each with its path, a short summary and tags. For each file, rate how \
+likely it is that the file must be read or changed to handle the request: 0 (unrelated) to 10 \
+(certainly). Give a reason of at most 15 words.
+
+Answer with JSON only: {"files": [{"path": "...", "score": 0, "reason": "..."}]}, one entry per \
+file, each path exactly as given."""
+
+FINAL_PROMPT = """\
+You help a developer find the files that matter for a request about their codebase. You get the \
+request and the most promising files, each with its path, summary and a first judgement. Order \
+them from most to least relevant to the request, leaving out any that do not matter, and give \
+each a reason of at most 20 words that a developer would find useful.
+
+Answer with JSON only: {"files": [{"path": "...", "reason": "..."}]}, best first, each path \
+exactly as given."""
+
+TAG_PROMPT = """\
+You help a developer find the files that matter for a request about their codebase. Files are \
+tagged; you get the request and the workspace's tags with how many files carry each. Pick the \
+tags (at most 8) whose files are likely to matter for the request; pick none if none fit.
+
+Answer with JSON only: {"tags": ["..."]}, each tag exactly as given."""
+
+
+class Judgement(msgspec.Struct):
+    path: str
+    score: Annotated[float, msgspec.Meta(ge=0, le=10)]
+    reason: str
+
+
+class JudgeAnswer(msgspec.Struct):
+    files: list[Judgement]
+
+
+class Placed(msgspec.Struct):
+    path: str
+    reason: str
+
+
+class FinalAnswer(msgspec.Struct):
+    files: list[Placed]
+
+
+class TagAnswer(msgspec.Struct):
+    tags: list[str]
+
+
+def _schema(answer: type) -> dict:
+    """The answer's JSON schema in the strict form structured-output endpoints accept: every
+    property required, no additional properties, no numeric bounds."""
+    _, components = msgspec.json.schema_components([answer], ref_template="#/$defs/{name}")
+    for part in components.values():
+        part.pop("title", None)
+        part["additionalProperties"] = False
+        part["required"] = list(part.get("properties", {}))
+        for prop in part.get("properties", {}).values():
+            prop.pop("minimum", None)
+            prop.pop("maximum", None)
+    schema = components.pop(answer.__name__)
+    if components:
+        schema["$defs"] = components
+    return schema
+
+
+JUDGE_SCHEMA = _schema(JudgeAnswer)
+FINAL_SCHEMA = _schema(FinalAnswer)
+TAG_SCHEMA = _schema(TagAnswer)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    item: FileItem
+    score: float
+    reason: str
+
+
+def describe(item: FileItem) -> str:
+    tags = f" [{', '.join(item.tags)}]" if item.tags else ""
+    return redact(f"- {item.path}: {item.summary or '(no summary yet)'}{tags}")
+
+
+def chunk(items: Sequence[FileItem], *, max_chunks: int) -> list[list[FileItem]]:
+    """Split candidates into chunks that fit a judging prompt, at most `max_chunks`; the
+    lowest-ranked candidates are the ones left out when there are too many."""
+    chunks: list[list[FileItem]] = []
+    current: list[FileItem] = []
+    size = 0
+    for item in items:
+        cost = estimate_tokens(describe(item))
+        if current and (size + cost > CHUNK_TOKENS or len(current) >= CHUNK_FILES):
+            chunks.append(current)
+            if len(chunks) >= max_chunks:
+                return chunks
+            current, size = [], 0
+        current.append(item)
+        size += cost
+    if current and len(chunks) < max_chunks:
+        chunks.append(current)
+    return chunks
+
+
+async def _ask(client: ModelClient, system: str, user: str, answer: type, schema: dict,
+               name: str, output_tokens: int) -> object:
+    """One question; a malformed answer is asked for once more."""
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    for attempt in range(2):
+        completion = await client.complete(messages, schema=schema, schema_name=name,
+                                           max_output_tokens=output_tokens)
+        try:
+            return extract_json(completion.text, answer)
+        except ValueError as error:
+            if attempt:
+                raise ModelError(f"the model's {name} answer was malformed twice: {error}") from error
+            messages = [*messages, {"role": "user", "content": "Answer with the JSON object only."}]
+    raise AssertionError("unreachable")
+
+
+async def judge_chunk(client: ModelClient, question: str, items: Sequence[FileItem]) -> list[Verdict]:
+    listing = "\n".join(describe(item) for item in items)
+    answer = await _ask(client, JUDGE_PROMPT, f"Request: {redact(question)}\n\nFiles:\n{listing}",
+                        JudgeAnswer, JUDGE_SCHEMA, "judgement", 40 * len(items) + 60)
+    offered = {item.path: item for item in items}
+    verdicts = []
+    for judgement in answer.files:  # type: ignore[attr-defined]
+        item = offered.pop(judgement.path, None)
+        if item is not None:
+            verdicts.append(Verdict(item, float(judgement.score), judgement.reason.strip()[:200]))
+    return verdicts
+
+
+async def judge(client: ModelClient, question: str, items: Sequence[FileItem], *,
+                max_chunks: int) -> AsyncIterator[list[Verdict] | ModelError]:
+    """Judge chunks in parallel; yield each chunk's verdicts as it completes (or the error that
+    stopped it)."""
+    tasks = [asyncio.ensure_future(judge_chunk(client, question, part))
+             for part in chunk(items, max_chunks=max_chunks)]
+    try:
+        for finished in asyncio.as_completed(tasks):
+            try:
+                yield await finished
+            except ModelError as error:
+                yield error
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def rank(client: ModelClient, question: str, verdicts: Sequence[Verdict]) -> list[Verdict]:
+    listing = "\n".join(f"{describe(v.item)}\n  first judgement: {v.score:g}/10, {redact(v.reason)}"
+                        for v in verdicts)
+    answer = await _ask(client, FINAL_PROMPT, f"Request: {redact(question)}\n\nFiles:\n{listing}",
+                        FinalAnswer, FINAL_SCHEMA, "ranking", 45 * len(verdicts) + 60)
+    offered = {verdict.item.path: verdict for verdict in verdicts}
+    placed = []
+    for entry in answer.files:  # type: ignore[attr-defined]
+        verdict = offered.pop(entry.path, None)
+        if verdict is not None:
+            placed.append(Verdict(verdict.item, float(len(verdicts) - len(placed)),
+                                  entry.reason.strip()[:200] or verdict.reason))
+    return placed
+
+
+async def pick_tags(client: ModelClient, question: str, vocabulary: Sequence[tuple[str, int]]) -> list[str]:
+    if not vocabulary:
+        return []
+    listing = ", ".join(f"{tag} ({count})" for tag, count in vocabulary[:TAG_VOCABULARY])
+    answer = await _ask(client, TAG_PROMPT, f"Request: {redact(question)}\n\nTags: {listing}",
+                        TagAnswer, TAG_SCHEMA, "tags", 80)
+    known = {tag for tag, _ in vocabulary}
+    return [tag for tag in answer.tags if tag in known][:PICKED_TAGS]  # type: ignore[attr-defined]

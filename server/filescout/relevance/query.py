@@ -1,0 +1,58 @@
+"""What a natural-language request says, as far as ranking files is concerned."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from filescout.text import unique_words
+
+MAX_TERMS = 48
+IDENTIFIER_LIKE = re.compile(r"[A-Za-z_$][\w$]*(?:[./:][A-Za-z_$][\w$]*)*")
+# A question that is about tests or docs should not have them pushed down.
+ASKS_FOR = {
+    "test": re.compile(r"\b(tests?|testing|spec|specs|unit ?tests?|fixtures?|pytest|jest|coverage)\b", re.I),
+    "docs": re.compile(r"\b(docs?|documentation|readme|changelog|guide|tutorial|docstrings?)\b", re.I),
+    "config": re.compile(r"\b(config(uration)?|settings?|ci|workflow|pipeline|dockerfile|"
+                         r"package\.json|pyproject|tsconfig|build)\b", re.I),
+    "data": re.compile(r"\b(data|dataset|csv|fixtures?|json)\b", re.I),
+}
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    terms: list[str]
+    """Identifier-aware words, for full-text search."""
+    names: frozenset[str]
+    """Lower-cased identifiers and file names as written (`url_for`, `routing.py`, `Request.url`
+    and its parts), to recognise a file or symbol the question names."""
+    asks_for: frozenset[str]
+    """File kinds the question is explicitly about (tests, docs, config, data)."""
+
+    @property
+    def match_expression(self) -> str | None:
+        return expression(self.terms)
+
+
+def expression(terms: list[str], *, single_tokens: bool = False) -> str | None:
+    """An FTS5 query ORing the terms; each is quoted, so no input is FTS syntax. With
+    `single_tokens`, terms the tokenizer would split (`url_for`) are left out: an index without
+    positions cannot match phrases, and their parts are terms of their own."""
+    chosen = [term for term in terms if not single_tokens or "_" not in term]
+    if not chosen:
+        return None
+    return " OR ".join(f'"{term}"' for term in chosen)
+
+
+def analyse(text: str) -> Query:
+    names: set[str] = set()
+    for match in IDENTIFIER_LIKE.finditer(text):
+        token = match.group(0).lower()
+        names.add(token)
+        parts = re.split(r"[./:]", token)
+        names.update(part for part in parts if part)
+        if "." in token:  # `routing.py` names the file `routing`
+            names.add(token.rsplit(".", 1)[0].rsplit("/", 1)[-1])
+    asks = frozenset(kind for kind, pattern in ASKS_FOR.items() if pattern.search(text))
+    return Query(text=text, terms=unique_words(text)[:MAX_TERMS], names=frozenset(names), asks_for=asks)

@@ -1,0 +1,174 @@
+"""A small OpenAI-compatible chat server on 127.0.0.1 for tests, which can misbehave on
+purpose: status codes with Retry-After, delays, malformed answers, refusing JSON schemas.
+
+It answers annotation requests (files listed as `### path (...)`) with one summary per file,
+and records every request body so tests can check what left the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+FILE_HEADER = re.compile(r"^### (\S+) \(", re.MULTILINE)
+LISTED_FILE = re.compile(r"^- (\S+): ", re.MULTILINE)
+TAGS_LINE = re.compile(r"^Tags: (.*)$", re.MULTILINE)
+
+
+@dataclass
+class Action:
+    """What to do with one request instead of answering normally."""
+
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    body: str | None = None
+
+
+@dataclass
+class Request:
+    at: float
+    body: dict[str, Any]
+    raw: str
+    headers: dict[str, str]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(message.get("content", "") for message in self.body.get("messages", []))
+
+    @property
+    def kind(self) -> str:
+        system = self.body["messages"][0]["content"]
+        if "rate how likely" in system:
+            return "judge"
+        if "Order them" in system:
+            return "final"
+        if "Pick the tags" in system:
+            return "tags"
+        return "annotate"
+
+
+class FakeOpenAI:
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+        self.script: deque[Action] = deque()
+        self.reject_json_schema = False
+        self.default: Action | None = None
+        """Applied to every request once the script is empty (e.g. a dead endpoint)."""
+        self.per_kind: dict[str, Action] = {}
+        """Applied to every request of a kind ("annotate", "judge", "final", "tags")."""
+        self.answer: Callable[[list[str], Request], dict[str, Any] | str] = self.annotate
+        """How to answer annotation requests: a JSON object, or text sent as it is."""
+        self.judge_score: Callable[[str], float] = lambda path: 7.0
+        """The score the judge gives each listed file."""
+        self.final_order: Callable[[list[str]], list[str]] = lambda paths: paths
+        """How the final ranking orders the files it gets."""
+        self.pick_tags: Callable[[list[str]], list[str]] = lambda tags: []
+        self.edit: Callable[[str, Any], Any] = lambda kind, answer: answer
+        """A last change to each answer (by request kind) before it is sent."""
+        self.lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def calls(self, kind: str | None = None) -> int:
+        """Requests so far; `kind` ("annotate", "judge", "final", "tags") counts one kind."""
+        with self.lock:
+            return sum(1 for request in self.requests if kind is None or request.kind == kind)
+
+    @staticmethod
+    def annotate(paths: list[str], request: Request) -> dict[str, Any]:
+        return {"files": [{"path": path, "summary": f"Model summary of {path}.",
+                           "tags": ["model", "Summarized"]} for path in paths]}
+
+    def _respond(self, request: Request) -> tuple[int, dict[str, str], str, float]:
+        with self.lock:
+            action = self.per_kind.get(request.kind) or (
+                self.script.popleft() if self.script else self.default)
+        if action is None:
+            action = Action()
+        if action.status != 200 or action.body is not None:
+            body = action.body if action.body is not None else json.dumps(
+                {"error": {"message": f"scripted {action.status}", "type": "server_error"}})
+            return action.status, action.headers, body, action.delay
+        response_format = request.body.get("response_format") or {}
+        if self.reject_json_schema and response_format.get("type") == "json_schema":
+            return 400, {}, json.dumps({"error": {
+                "message": "response_format json_schema is not supported by this server",
+                "type": "invalid_request_error"}}), action.delay
+        system = request.body["messages"][0]["content"]
+        paths = FILE_HEADER.findall(request.text)
+        if "rate how likely" in system:
+            listed = LISTED_FILE.findall(request.text)
+            answer: Any = {"files": [{"path": path, "score": self.judge_score(path),
+                                      "reason": f"judged {path}"} for path in listed]}
+        elif "Order them" in system:
+            listed = LISTED_FILE.findall(request.text)
+            answer = {"files": [{"path": path, "reason": f"placed {path}"}
+                                for path in self.final_order(listed)]}
+        elif "Pick the tags" in system:
+            found = TAGS_LINE.search(request.text)
+            offered = [item.rsplit(" (", 1)[0] for item in found.group(1).split(", ")] if found else []
+            answer = {"tags": self.pick_tags(offered)}
+        else:
+            answer = self.answer(paths, request)
+        answer = self.edit(request.kind, answer)
+        content = answer if isinstance(answer, str) else json.dumps(answer)
+        completion = {
+            "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+            "model": request.body.get("model"),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": len(request.raw) // 4, "completion_tokens": 40 * max(len(paths), 1),
+                      "total_tokens": len(request.raw) // 4 + 40 * max(len(paths), 1)},
+        }
+        return 200, action.headers, json.dumps(completion), action.delay
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - stdlib name
+                length = int(self.headers.get("Content-Length", "0"))
+                raw = self.rfile.read(length).decode("utf-8")
+                request = Request(at=time.monotonic(), body=json.loads(raw), raw=raw,
+                                  headers={k.lower(): v for k, v in self.headers.items()})
+                with fake.lock:
+                    fake.requests.append(request)
+                status, headers, body, delay = fake._respond(request)
+                if delay:
+                    time.sleep(delay)
+                payload = body.encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (a timeout test)
+
+        return Handler

