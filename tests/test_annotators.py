@@ -93,6 +93,20 @@ def test_structural_symbols_tags_and_imports() -> None:
     assert "react" in ts.tags
 
 
+async def test_a_file_the_parser_chokes_on_does_not_stop_the_backlog(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws", git=False)
+    (root / "deep.json").write_text("[\n" * 5000 + "]\n" * 5000)  # too deep for json.loads
+    client = await start_client(root, tmp_path / "cache")
+    try:
+        await wait_for_indexing(client)
+        status = as_dict(await execute(client, "filescout.status"))
+        assert status["byStatus"] == {"annotated": 11, "skipped": 1}, status["byStatus"]
+        item = await file_item(client, "deep.json")
+        assert item["summary"] and item["annotator"].startswith("structural/")
+    finally:
+        await stop_client(client)
+
+
 def test_licence_headers_are_not_summaries() -> None:
     assert "Copyright" not in structural("ring_buffer.c").summary
 

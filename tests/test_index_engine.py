@@ -297,6 +297,20 @@ async def test_symlinks_never_lead_outside(tmp_path: Path) -> None:
         with pytest.raises(JsonRpcException) as caught:
             await client.protocol.send_request_async("files/getFiles", {"paths": [str(outside)]})
         assert caught.value.code == -32602
+
+        # An editor reporting a save through the symlinked directory: still outside.
+        (outside / "secret.py").write_text("TOKEN = 'changed outside'\n")
+        escaped = root / "escape_dir" / "secret.py"
+        client.text_document_did_save(types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=escaped.as_uri())))
+        client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+            types.FileEvent(uri=escaped.as_uri(), type=types.FileChangeType.Created)]))
+        marker = root / "src/shop/marker.py"
+        marker.write_text('"""Marker."""\n')
+        client.text_document_did_save(types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=marker.as_uri())))
+        await wait_until_item(client, "src/shop/marker.py", lambda item: True)
+        assert await file_item(client, "escape_dir/secret.py") is None
     finally:
         await stop_client(client)
 

@@ -232,13 +232,33 @@ async def test_stages_stream_in_order(modelled, fake: FakeOpenAI) -> None:
     assert [item["path"] for item in plain["items"]] == final
 
 
-async def test_no_secrets_in_relevance_prompts(modelled, fake: FakeOpenAI) -> None:
-    client, _ = modelled
-    await find(client, query="which file holds the database password and url")
-    prompts = [r.raw for r in fake.requests if r.kind in ("judge", "final", "tags")]
-    assert prompts
-    for secret in ("envfilesecret123", "hunter2hunter2"):
-        assert not any(secret in prompt for prompt in prompts)
+async def test_no_secrets_in_relevance_prompts(tmp_path: Path, fake: FakeOpenAI) -> None:
+    # A summary that repeats a credential (a model may do that) and a question that pastes a
+    # key both reach the relevance prompts only redacted.
+    leaked_url = "postgres://app:hunter2hunter2@db/app"
+    pasted_key = "sk-proj-Zq8mB2xK7vR4tY1uW9pL3nA6"
+    fake.answer = lambda paths, request: {"files": [
+        {"path": p, "summary": (f"Database settings; connects to {leaked_url}." if p == "config.py"
+                                else f"Model summary of {p}."), "tags": ["database"]}
+        for p in paths]}
+    root = make_workspace(tmp_path / "ws", git=False)
+    (root / "config.py").write_text('"""Database settings."""\nDATABASE_URL = "postgres://localhost/app"\n')
+    client = await start_client(root, tmp_path / "cache", init_options=model_options(fake))
+    try:
+        await wait_for_indexing(client)
+        deadline = time.monotonic() + 30
+        while "hunter2" not in (item := (await get_files(client, paths=["config.py"]))[0])["summary"]:
+            assert time.monotonic() < deadline, item
+            await asyncio.sleep(0.05)
+        assert item["annotator"].startswith("model:")
+        await find(client, query=f"why does the database login fail with my key {pasted_key}")
+        prompts = [r.raw for r in fake.requests if r.kind in ("judge", "final", "tags")]
+        assert {r.kind for r in fake.requests} >= {"judge", "final", "tags"}
+        assert any("config.py" in prompt for prompt in prompts)
+        for secret in ("hunter2hunter2", pasted_key):
+            assert not any(secret in prompt for prompt in prompts), secret
+    finally:
+        await stop_client(client)
 
 
 async def test_model_failures_degrade_gracefully(modelled, fake: FakeOpenAI) -> None:

@@ -12,7 +12,7 @@ from filescout.errors import InvalidParams
 from filescout.ignore import IgnoreRules
 from filescout.paths import to_relative
 from filescout.scan import walk
-from filescout.text import split_identifier, words
+from filescout.text import BODY_TERM_CAP, body_words, split_identifier, words
 
 
 def test_identifier_splitting() -> None:
@@ -20,6 +20,16 @@ def test_identifier_splitting() -> None:
     assert split_identifier("XMLHttpRequest") == ["xml", "http", "request"]
     assert list(words("getUserName()")) == ["getusername", "get", "user", "name"]
     assert "the" not in list(words("the cart"))
+    assert split_identifier("HTTP_SERVER_v2") == ["http", "server", "v2"]
+
+
+def test_body_words_cap_each_word() -> None:
+    text = "cart = Cart()\n" * 50 + "def add_item(cart, item): return cart_total(item)\n"
+    body = body_words(text).split()
+    assert body.count("cart") == BODY_TERM_CAP  # 150 occurrences, capped
+    assert body.count("item") == BODY_TERM_CAP and body.count("add_item") == 1
+    assert {"add", "total", "cart_total", "def", "return"} <= set(body)
+    assert body_words("") == ""
 
 
 @pytest.mark.parametrize(
@@ -126,6 +136,32 @@ def test_model_settings_from_toml_and_environment(tmp_path: Path) -> None:
         "qwen2.5-coder:7b", "http://127.0.0.1:11434/v1", "from-env", 800)
     assert loaded.settings.budget.daily_tokens == 1000
     assert load_settings(tmp_path, None, env={"FILESCOUT_PRIVACY": "1"}).settings.privacy_mode
+
+
+def test_workspace_file_cannot_redirect_the_users_key_or_lift_privacy(tmp_path: Path) -> None:
+    (tmp_path / "filescout.toml").write_text(
+        'db_path = "/home/someone/.bashrc"\nprivacy_mode = false\n'
+        '[model]\nmodel = "m"\nbase_url = "https://collector.example/v1"\n')
+    env = {"OPENAI_API_KEY": "users-key", "FILESCOUT_PRIVACY": "1"}
+    loaded = load_settings(tmp_path, None, env=env)
+    assert loaded.settings.model.base_url is None and loaded.settings.model.api_key == "users-key"
+    assert loaded.settings.db_path is None
+    assert loaded.settings.privacy_mode
+    assert any("base_url ignored" in w for w in loaded.warnings)
+    assert any("db_path ignored" in w for w in loaded.warnings)
+    # The user's key given in the editor does not go to the file's endpoint either.
+    (tmp_path / "filescout.toml").write_text(
+        '[model]\nbase_url = "https://collector.example/v1"\napi_key = "repo-key"\n')
+    editor = {"model": {"model": "m", "apiKey": "users-key"}}
+    assert load_settings(tmp_path, editor, env={}).settings.model.base_url is None
+    # With its own key, or on this machine, a workspace may choose the endpoint.
+    assert load_settings(tmp_path, {"model": {"model": "m"}}, env=env).settings.model.base_url == (
+        "https://collector.example/v1")
+    (tmp_path / "filescout.toml").write_text(
+        'db_path = ".filescout/index.sqlite3"\n[model]\nbase_url = "http://[::1]:8080/v1"\n')
+    loaded = load_settings(tmp_path, None, env=env)
+    assert loaded.settings.model.base_url == "http://[::1]:8080/v1"
+    assert loaded.settings.db_path == ".filescout/index.sqlite3" and not loaded.warnings
 
 
 def test_provider_labels() -> None:

@@ -4,18 +4,25 @@ Precedence, highest first: the editor (initializationOptions, then didChangeConf
 `filescout.toml` at the workspace root, the environment, built-in defaults. Each layer is
 validated on its own, so one bad value drops that layer with a clear warning instead of
 silently mixing in garbage.
+
+`filescout.toml` comes with the repository, so it is trusted less than the user: it cannot
+point the user's API key at an endpoint of its choosing, put the index outside the workspace,
+or turn privacy mode off.
 """
 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
+import posixpath
 import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -27,7 +34,6 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 CONFIG_FILE = "filescout.toml"
-ENV_PREFIX = "FILESCOUT_"
 # variable -> (path in the settings, type); earlier variables win over later ones.
 ENV_FIELDS: dict[str, tuple[tuple[str, ...], type]] = {
     "FILESCOUT_DB_PATH": (("dbPath",), str),
@@ -102,14 +108,55 @@ def _merge(base: dict[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def is_loopback_url(url: str) -> bool:
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def vet_workspace_layer(layer: dict[str, Any], editor_layer: Mapping[str, Any],
+                        warnings: list[str]) -> dict[str, Any]:
+    """Drop what a repository's own settings file may not decide for the user."""
+    layer = dict(layer)
+    model = layer.get("model")
+    if isinstance(model, Mapping) and isinstance(model.get("baseUrl"), str):
+        editor_model = editor_layer.get("model")
+        key_from_user = "apiKey" not in model or (
+            isinstance(editor_model, Mapping) and "apiKey" in editor_model)
+        if key_from_user and not is_loopback_url(model["baseUrl"]):
+            layer["model"] = {key: value for key, value in model.items() if key != "baseUrl"}
+            warnings.append(f"{CONFIG_FILE}: model.base_url ignored: a workspace file may name a "
+                            "remote endpoint only together with its own api_key (your key is not "
+                            "sent where a repository says); set it in the editor or environment")
+    db_path = layer.get("dbPath")
+    if isinstance(db_path, str):
+        normal = posixpath.normpath(db_path.replace("\\", "/"))
+        if db_path.startswith("~") or posixpath.isabs(normal) or normal.split("/")[0] == "..":
+            del layer["dbPath"]
+            warnings.append(f"{CONFIG_FILE}: db_path ignored: from a workspace file it must be a "
+                            "path inside the workspace")
+    if layer.get("privacyMode") is False:
+        del layer["privacyMode"]  # a repository may turn privacy mode on, never off
+    return layer
+
+
 def load_settings(root: Path | None, editor: Mapping[str, Any] | None = None,
                   env: Mapping[str, str] = os.environ) -> LoadedSettings:
     warnings: list[str] = []
     file_layer, file_problem = from_file(root)
     if file_problem:
         warnings.append(file_problem)
+    editor_layer = camelize(dict(editor or {}))
+    file_layer = vet_workspace_layer(file_layer, editor_layer, warnings)
     layers = [("environment", from_environment(env)), (CONFIG_FILE, file_layer),
-              ("editor settings", camelize(dict(editor or {})))]
+              ("editor settings", editor_layer)]
     merged: dict[str, Any] = {}
     for name, layer in layers:
         if not layer:

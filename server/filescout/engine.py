@@ -9,6 +9,7 @@ import functools
 import logging
 import os
 import shutil
+import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
@@ -20,8 +21,8 @@ import msgspec
 
 from filescout import __version__
 from filescout.annotate import FileToAnnotate
-from filescout.annotate.llm import OUTPUT_TOKENS_PER_FILE, ModelAnnotator, ModelInput
-from filescout.annotate.structural import StructuralAnnotator, annotate_structure
+from filescout.annotate.llm import MAX_FILES_PER_REQUEST, OUTPUT_TOKENS_PER_FILE, ModelAnnotator, ModelInput
+from filescout.annotate.structural import StructuralAnnotator
 from filescout.config import CONFIG_FILE, db_path_for, load_settings
 from filescout.errors import InvalidParams, ReadOnly, WorkspaceUnavailable
 from filescout.ignore import FILESCOUTIGNORE, IgnoreRules
@@ -36,7 +37,7 @@ from filescout.scan import Listing, ScanBatch, content_hash, enumerate_files, sc
 from filescout.schedule import BACKGROUND, NEIGHBOUR, TOUCHED, AnnotationQueue
 from filescout.relevance.prefilter import STRUCTURE_WEIGHTS
 from filescout.relevance.query import analyse
-from filescout.store import Annotation, FileFilter, PendingFile, Store
+from filescout.store import FileFilter, PendingFile, Store
 from filescout_protocol.types import (
     PROTOCOL_VERSION,
     FileItem,
@@ -56,9 +57,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PAGE_SIZE = 1000
 ANNOTATION_BATCH = 32
-MODEL_BATCH_PER_REQUEST = 8
-ESTIMATED_OUTLINE_TOKENS = 200
-BACKLOG_WORTH_ANNOUNCING = 100  # outline and a share of the instructions, per file
+ESTIMATED_OUTLINE_TOKENS = 200  # outline and a share of the instructions, per file
+BACKLOG_WORTH_ANNOUNCING = 100
 MAX_ANNOTATION_CHARS = 256 * 1024
 SCAN_SHARE = 20  # percent of a pass's progress bar given to scanning
 NEIGHBOURS_PER_TOUCH = 24
@@ -178,7 +178,8 @@ class Workspace:
         self._drain_task: asyncio.Task[None] | None = None
         self._reporter: ProgressReporter = NullProgress()
         self._annotated_in_pass = 0
-        self._access_backlog: list[tuple[list[str], float]] = []
+        self._access_backlog: dict[str, float] = {}
+        """Accesses a reader saw, by path, for the index once this process writes it."""
         self._touched_unindexed: dict[str, None] = {}
         self._background: set[asyncio.Future[Any]] = set()
         self._closed = False
@@ -191,16 +192,16 @@ class Workspace:
 
     async def _configure_model(self) -> None:
         """Set up (or take down) model annotation from the settings; a writer's job."""
-        if self.model is not None:
-            await self.model.client.close()
-            self.model = None
+        previous, self.model = self.model, None  # nothing may start on it while it closes
+        if previous is not None:
+            await previous.client.close()
         self._model_message = None
         self._model_stopped = None
         model = self.settings.model
         if model.model and not self.settings.privacy_mode and self.store.writable:
             month_start = Budget.today()[:8] + "01"
             budget = Budget(self.settings.budget, await self.store.usage_since(month_start),
-                            sink=functools.partial(self._record_usage))
+                            sink=self._record_usage)
             self.model = ModelAnnotator(ModelClient(model, budget))
             log.info("model annotation on: %s", self.model.id)
         self.store.current_annotator = self.annotator_id
@@ -229,7 +230,11 @@ class Workspace:
         except OSError as exc:
             raise WorkspaceUnavailable(f"cannot use {db_path.parent}: {exc}") from exc
         if writer:
-            store = await open_store(db_path, loaded.warnings)
+            try:
+                store = await open_store(db_path, loaded.warnings)
+            except BaseException:
+                lock.release()  # let another window try, instead of waiting on us forever
+                raise
         else:
             log.info("another filescout process (pid %s) writes this index; serving reads",
                      lock.holder())
@@ -248,8 +253,13 @@ class Workspace:
     def _spawn(self, coroutine: Awaitable[Any]) -> asyncio.Future[Any]:
         task = asyncio.ensure_future(coroutine)
         self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        task.add_done_callback(self._background_done)
         return task
+
+    def _background_done(self, task: asyncio.Future[Any]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background work failed", exc_info=task.exception())
 
     async def reconfigure(self, editor_settings: Mapping[str, Any] | None) -> tuple[list[str], bool]:
         """Apply new editor settings. Returns the warnings and whether the index must be
@@ -293,10 +303,18 @@ class Workspace:
                 continue
             log.info("the other filescout process has exited; this one now indexes")
             reader = self.store
-            self.store = await open_store(reader.path, self.warnings)
+            try:
+                self.store = await open_store(reader.path, self.warnings)
+            except Exception:
+                log.exception("cannot take over the index; serving reads still")
+                self.lock.release()
+                continue
             await reader.close()
             await self._configure_model()
-            for paths, weight in self._access_backlog:
+            by_weight: dict[float, list[str]] = {}
+            for path, weight in self._access_backlog.items():
+                by_weight.setdefault(weight, []).append(path)
+            for weight, paths in by_weight.items():
                 await self.store.record_access(paths, weight=weight)
             self._access_backlog.clear()
             self.start_indexing("index")
@@ -363,10 +381,11 @@ class Workspace:
         return await self.start_indexing("reindex")
 
     async def wait_idle(self) -> None:
-        """Wait until the current pass and the annotation backlogs are done."""
-        for task in (self._pass_task, self._drain_task, self._model_task):
-            if task is not None:
-                await asyncio.gather(task, return_exceptions=True)
+        """Wait until the current pass and the annotation backlogs are done (each may start
+        the next, so look again until none runs)."""
+        while running := [task for task in (self._pass_task, self._drain_task, self._model_task)
+                          if task is not None and not task.done()]:
+            await asyncio.gather(*running, return_exceptions=True)
 
     async def _run_pass(self, kind: str, quiet: bool, scanned: asyncio.Future[ReindexResult],
                         previous: asyncio.Task[None] | None) -> None:
@@ -378,6 +397,7 @@ class Workspace:
         reporter.begin("filescout: indexing", "scanning files")
         self._reporter = reporter
         outcome = "indexing cancelled"
+        self.last_error = None
         try:
             result = await self._scan(reporter)
             if not scanned.done():
@@ -399,7 +419,8 @@ class Workspace:
             if reporter.is_cancelled():
                 raise asyncio.CancelledError
             outcome = f"{result.files} files indexed, {self._annotated_in_pass} annotated"
-            self.last_error = None
+            if self.last_error:
+                outcome += f"; {self.last_error}"
             self._set_phase("idle", outcome)
         except asyncio.CancelledError:
             self._set_phase("idle", outcome)
@@ -529,14 +550,22 @@ class Workspace:
         if announced:
             self._set_phase("annotating")
         try:
-            while batch := self.queue.pop(ANNOTATION_BATCH):
-                if self._reporter.is_cancelled():
+            while True:
+                if self._reporter.is_cancelled():  # the user stopped the backlog, not the touched
                     self.queue.clear_background()
                     self.model_queue.clear_background()
-                    continue
+                if not (batch := self.queue.pop(ANNOTATION_BATCH)):
+                    break
                 pending = await self.store.pending(self.structural.id, batch)
                 if pending:
-                    await self._annotate_structural(pending)
+                    try:
+                        await self._annotate_structural(pending)
+                    except sqlite3.Error:  # the index itself fails: stop
+                        raise
+                    except Exception as exc:  # this batch only; the backlog goes on
+                        log.exception("annotating %s and %d more failed", pending[0].path,
+                                      len(pending) - 1)
+                        self.last_error = f"annotation failed: {type(exc).__name__}: {exc}"
                 self._annotated_in_pass += len(pending)
                 done = self._annotated_in_pass
                 total = done + len(self.queue)
@@ -559,14 +588,13 @@ class Workspace:
             self._spawn(self.refresh(changed_since_scan))
         return [text for text in texts if text is not None]
 
-    async def _annotate_structural(self, pending: Sequence[PendingFile]) -> dict[str, Annotation]:
+    async def _annotate_structural(self, pending: Sequence[PendingFile]) -> None:
         readable = await self._read(pending)
         results = await self.structural.annotate(readable)
         annotations = [(item.hash, annotation) for item, annotation in zip(readable, results)
                        if annotation is not None]
         await self.store.save_annotations(self.structural.id, annotations,
                                           replace=self.annotator_id == self.structural.id)
-        return dict(annotations)
 
     async def _drain_model(self) -> None:
         """Model-annotate queued files until the queue is empty or the model cannot go on
@@ -576,7 +604,7 @@ class Workspace:
             return
         reporter: ProgressReporter | None = None
         done = 0
-        batch_size = MODEL_BATCH_PER_REQUEST * model.client.settings.concurrency
+        batch_size = MAX_FILES_PER_REQUEST * model.client.settings.concurrency
         try:
             while True:
                 reason = model.client.unavailable_reason()
@@ -587,6 +615,8 @@ class Workspace:
                         continue
                     log.warning("model annotation paused: %s", reason)
                     return
+                if reporter is not None and reporter.is_cancelled():  # the backlog, not the touched
+                    self.model_queue.clear_background()
                 batch = self.model_queue.pop(batch_size)
                 if not batch:
                     self._model_message = None
@@ -601,9 +631,6 @@ class Workspace:
                     reporter = await self.progress_factory("model")
                     reporter.begin(f"filescout: summarizing with {model.client.settings.model}",
                                    f"{len(self.model_queue) + len(pending)} files")
-                if reporter is not None and reporter.is_cancelled():
-                    self.model_queue.clear_background()
-                    continue
                 inputs = await self._model_inputs(pending)
                 annotations, error = await model.annotate(inputs)
                 saved = [(item.hash, annotation) for item, annotation in zip(inputs, annotations)
@@ -626,6 +653,9 @@ class Workspace:
                 if reporter is not None:
                     total = done + len(self.model_queue)
                     reporter.report(f"{done}/{total} files", 100 * done // max(total, 1))
+        except Exception as exc:  # a defect, not the endpoint (those come back as ModelError)
+            log.exception("model annotation failed")
+            self._model_message = f"model annotation failed: {type(exc).__name__}: {exc}"
         finally:
             self._model_in_flight = 0
             if reporter is not None:
@@ -636,11 +666,14 @@ class Workspace:
         readable = await self._read(pending)
         outlines = await self.store.annotations(self.structural.id, [item.hash for item in readable])
         missing = [item for item in readable if item.hash not in outlines]
-        if missing:
-            computed = await asyncio.to_thread(lambda: [annotate_structure(item) for item in missing])
-            outlines.update((item.hash, annotation) for item, annotation in zip(missing, computed))
+        if missing:  # the model got here first: the structural annotation (and content index) too
+            computed = [(item.hash, annotation) for item, annotation in
+                        zip(missing, await self.structural.annotate(missing)) if annotation is not None]
+            await self.store.save_annotations(self.structural.id, computed, replace=False)
+            outlines.update(computed)
         return [ModelInput(path=item.path, hash=item.hash, language=item.language, kind=item.kind,
-                           text=item.text, outline=outlines[item.hash]) for item in readable]
+                           text=item.text, outline=outlines[item.hash])
+                for item in readable if item.hash in outlines]
 
     # -- access and change signals ---------------------------------------------------------
 
@@ -677,13 +710,12 @@ class Workspace:
         await self.touch(existing, record=True)
         deadline = time.monotonic() + timeout
         while True:
-            items = await self.store.files_by_path(existing)
-            waiting = [path for path in existing
-                       if items[path].status in ("pending", "stale") and items[path].annotator != self.annotator_id]
+            items = await self.store.files_by_path(existing)  # a file may vanish meanwhile
+            waiting = [item for item in items.values() if item.status in ("pending", "stale")]
             model_stopped = self.model is None or self.model.client.unavailable_reason() is not None
             if not waiting or time.monotonic() > deadline or (
-                    model_stopped and all(items[path].status != "pending" for path in waiting)):
-                return [items[path] for path in existing]
+                    model_stopped and all(item.status != "pending" for item in waiting)):
+                return [items[path] for path in existing if path in items]
             await asyncio.sleep(0.05)
 
     async def _queue_neighbours(self, paths: Sequence[str]) -> None:
@@ -838,7 +870,8 @@ class Workspace:
         if self.store.writable:
             await self.store.record_access(paths, weight=weight)
         else:
-            self._access_backlog.append((paths, weight))
+            for path in paths:
+                self._access_backlog[path] = self._access_backlog.get(path, 0.0) + weight
 
     async def status(self) -> StatusResult:
         by_status, by_kind = await self.store.counts()

@@ -41,10 +41,6 @@ class WriterLock:
         self.path = path
         self._fd: int | None = None
 
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
     def try_acquire(self) -> bool:
         """Take the lock if nobody holds it; record our pid for whoever asks who writes."""
         if self._fd is not None:

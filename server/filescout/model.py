@@ -288,9 +288,10 @@ class ModelClient:
                 raise
             except openai.BadRequestError as error:
                 if len(self._modes) > 1 and _about_response_format(error):
-                    log.info("the endpoint does not take response_format=%s; trying %s",
-                             self._modes[0], self._modes[1])
-                    self._modes.pop(0)
+                    if self._modes[0] == mode:  # a concurrent call may have stepped down already
+                        log.info("the endpoint does not take response_format=%s; trying %s",
+                                 mode, self._modes[1])
+                        self._modes.pop(0)
                     continue
                 await self.budget.record(failures=1)
                 raise ModelError(f"the endpoint rejected the request: {_detail(error)}") from error

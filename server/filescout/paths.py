@@ -51,15 +51,6 @@ def to_relative(root: Path, value: str, *, field: str) -> str:
     return normalised
 
 
-def is_inside(root: Path, path: Path) -> bool:
-    """True if `path`, with symlinks resolved, stays under `root` (itself resolved)."""
-    try:
-        path.resolve(strict=False).relative_to(root)
-    except (ValueError, OSError, RuntimeError):
-        return False
-    return True
-
-
 def normalise_glob(root: Path, pattern: str, *, field: str) -> str:
     """Validate a gitignore-style pattern. A leading "/" anchors it at the root, as in
     .gitignore; a pattern spelled with the root's absolute path is made relative."""

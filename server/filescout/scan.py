@@ -178,10 +178,16 @@ def enumerate_files(root: Path, rules: IgnoreRules) -> Listing:
     return Listing(listed, "git")
 
 
-def stat_inside(root: str, relative: str) -> os.stat_result | None:
-    """Stat a regular file; a symlink counts only if it resolves inside the root."""
+def stat_inside(root: str, relative: str, *, check_parents: bool = False) -> os.stat_result | None:
+    """Stat a regular file; a symlink counts only if it resolves inside the root. With
+    `check_parents`, a path through a symlinked directory must stay inside too (listings never
+    pass through one; a path an editor reports may)."""
     absolute = f"{root}/{relative}"
     try:
+        if check_parents and "/" in relative:
+            parent = os.path.realpath(absolute.rpartition("/")[0])
+            if os.path.commonpath([root, parent]) != root:
+                return None
         info = os.lstat(absolute)
         if stat_mod.S_ISLNK(info.st_mode):
             target = os.path.realpath(absolute)
@@ -280,7 +286,7 @@ def scan_paths(root: Path, paths: Iterable[str], known: Mapping[str, KnownFile],
     for relative in candidates:
         excluded = (rules.is_ignored_after_git(relative, git_ignored=relative in ignored)
                     if git_mode else rules.is_ignored(relative))
-        info = None if excluded else stat_inside(base, relative)
+        info = None if excluded else stat_inside(base, relative, check_parents=True)
         previous = known.get(relative)
         if info is None:
             if previous is not None:

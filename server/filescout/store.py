@@ -592,12 +592,6 @@ class Store:
                 updates,
             )
 
-    async def access_ranks(self, paths: Sequence[str]) -> dict[str, float]:
-        rows = await self._reader.execute_fetchall(
-            "SELECT path, rank FROM access WHERE path IN (SELECT value FROM json_each(?))",
-            (_encode(list(paths)).decode(),))
-        return dict(rows)
-
     async def existing(self, paths: Iterable[str]) -> list[str]:
         """Which of `paths` are in the index, in the order given."""
         wanted = list(dict.fromkeys(paths))

@@ -25,7 +25,9 @@ def split_identifier(identifier: str) -> list[str]:
     """Lower-cased parts of a snake_case / camelCase / PascalCase identifier."""
     parts: list[str] = []
     for chunk in identifier.split("_"):
-        if chunk:
+        if chunk.isascii() and chunk.isalpha() and (chunk.islower() or chunk.isupper()):
+            parts.append(chunk.lower())  # most chunks: one word, no regex needed
+        elif chunk:
             parts.extend(match.group(0).lower() for match in CAMEL_PART.finditer(chunk))
     return parts
 
@@ -74,12 +76,16 @@ from dominating."""
 
 def body_words(text: str) -> str:
     """The words of a file's content for the content index: identifier-aware, each word at
-    most BODY_TERM_CAP times, in first-seen order."""
+    most BODY_TERM_CAP times. Identifiers repeat within a file, so each distinct one is split
+    once (the regex counts them in C); a word's copies are emitted together, in the order the
+    identifiers first appear."""
     counts: dict[str, int] = {}
-    kept: list[str] = []
-    for word in words(text):
-        seen = counts.get(word, 0)
-        if seen < BODY_TERM_CAP:
-            counts[word] = seen + 1
-            kept.append(word)
-    return " ".join(kept)
+    for token in IDENTIFIER.findall(text):
+        counts[token] = counts.get(token, 0) + 1
+    kept: dict[str, int] = {}
+    for token, occurrences in counts.items():
+        for word in _token_words(token, True, 2):
+            seen = kept.get(word, 0)
+            if seen < BODY_TERM_CAP:
+                kept[word] = min(seen + occurrences, BODY_TERM_CAP)
+    return " ".join(" ".join([word] * times) for word, times in kept.items())

@@ -3,6 +3,5 @@
 from __future__ import annotations
 
 from filescout.annotate.base import Annotator, FileToAnnotate
-from filescout.annotate.heuristic import HeuristicAnnotator
 
-__all__ = ["Annotator", "FileToAnnotate", "HeuristicAnnotator"]
+__all__ = ["Annotator", "FileToAnnotate"]

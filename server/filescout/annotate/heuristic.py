@@ -6,7 +6,6 @@ no grammar.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -16,7 +15,6 @@ from filescout.annotate.base import TAG_LIMIT, FileToAnnotate, clip
 from filescout.store import Annotation
 from filescout.text import STOPWORDS, split_identifier
 
-ANNOTATOR_ID = "heuristic/1"
 MAX_SYMBOLS = 40
 
 DEFINITION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
@@ -143,11 +141,3 @@ def annotate_text(item: FileToAnnotate) -> Annotation:
     return Annotation(summary=summary, tags=tags_for(item.path, item.language, item.kind, symbols),
                       symbols=list(symbols))
 
-
-class HeuristicAnnotator:
-    """Structural annotation from lines and patterns; no parser, no network."""
-
-    id = ANNOTATOR_ID
-
-    async def annotate(self, files: Sequence[FileToAnnotate]) -> list[Annotation | None]:
-        return await asyncio.to_thread(lambda: [annotate_text(item) for item in files])

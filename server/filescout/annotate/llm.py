@@ -154,17 +154,18 @@ class ModelAnnotator:
         by_path: dict[str, Annotation] = {}
         error: ModelError | None = None
         for answer in answers:
-            if isinstance(answer, ModelError):
-                error = error or answer
-            elif isinstance(answer, BaseException):
+            if isinstance(answer, BaseException):
                 raise answer
-            else:
-                by_path.update(answer)
+            found, failure = answer
+            by_path.update(found)
+            error = error or failure
         return [by_path.get(item.path) for item in items], error
 
-    async def _request(self, group: list[tuple[ModelInput, str]]) -> dict[str, Annotation]:
+    async def _request(self, group: list[tuple[ModelInput, str]]
+                       ) -> tuple[dict[str, Annotation], ModelError | None]:
         """One request for a group; a malformed or incomplete answer is asked for once more
-        (for the missing files only), then those files keep their structural annotation."""
+        (for the missing files only), then those files keep their structural annotation.
+        What the first answer gave is kept even if asking again fails: it is paid for."""
         results: dict[str, Annotation] = {}
         remaining = group
         for attempt in range(2):
@@ -174,9 +175,12 @@ class ModelAnnotator:
             if attempt:
                 messages.append({"role": "user", "content": "Answer with the JSON object only, "
                                  "one entry per file, paths exactly as given."})
-            completion = await self.client.complete(
-                messages, schema=ANSWER_SCHEMA, schema_name="file_annotations",
-                max_output_tokens=OUTPUT_TOKENS_PER_FILE * len(remaining) + 60)
+            try:
+                completion = await self.client.complete(
+                    messages, schema=ANSWER_SCHEMA, schema_name="file_annotations",
+                    max_output_tokens=OUTPUT_TOKENS_PER_FILE * len(remaining) + 60)
+            except ModelError as error:
+                return results, error
             share_in = completion.input_tokens // max(len(remaining), 1)
             share_out = completion.output_tokens // max(len(remaining), 1)
             try:
@@ -197,4 +201,4 @@ class ModelAnnotator:
             remaining = [(item, rendered) for item, rendered in remaining if item.path in wanted]
             if not remaining:
                 break
-        return results
+        return results, None

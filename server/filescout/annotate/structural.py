@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -18,6 +19,8 @@ from filescout.annotate.heuristic import annotate_text as annotate_by_lines
 from filescout.annotate.outline import Outline, has_grammar, outline_code, outline_data, outline_markdown
 from filescout.store import Annotation
 from filescout.text import STOPWORDS, body_words, split_identifier
+
+log = logging.getLogger(__name__)
 
 ANNOTATOR_ID = "structural/2"
 
@@ -185,4 +188,19 @@ class StructuralAnnotator:
     id = ANNOTATOR_ID
 
     async def annotate(self, files: Sequence[FileToAnnotate]) -> list[Annotation | None]:
-        return await asyncio.to_thread(lambda: [annotate_structure(item) for item in files])
+        return await asyncio.to_thread(lambda: [annotate_safely(item) for item in files])
+
+
+def annotate_safely(item: FileToAnnotate) -> Annotation | None:
+    """One odd file (a parser bug, JSON nested too deep to decode) must not stop the backlog:
+    it gets the line-based annotation instead, or none."""
+    try:
+        return annotate_structure(item)
+    except Exception:
+        log.warning("structural annotation of %s failed; using the line-based one", item.path,
+                    exc_info=True)
+    try:
+        return dataclasses.replace(annotate_by_lines(item), body=body_words(item.text))
+    except Exception:
+        log.exception("annotating %s failed", item.path)
+        return None

@@ -48,7 +48,6 @@ class Allowance:
 
     def __init__(self, client: ModelClient, calls: int, tokens: int | None) -> None:
         self.client = client
-        self.settings = client.settings
         self.calls_left = calls
         self.tokens_left = tokens
 

@@ -197,7 +197,7 @@ async def rank(client: ModelClient, question: str, verdicts: Sequence[Verdict]) 
 async def pick_tags(client: ModelClient, question: str, vocabulary: Sequence[tuple[str, int]]) -> list[str]:
     if not vocabulary:
         return []
-    listing = ", ".join(f"{tag} ({count})" for tag, count in vocabulary[:TAG_VOCABULARY])
+    listing = redact(", ".join(f"{tag} ({count})" for tag, count in vocabulary[:TAG_VOCABULARY]))
     answer = await _ask(client, TAG_PROMPT, f"Request: {redact(question)}\n\nTags: {listing}",
                         TagAnswer, TAG_SCHEMA, "tags", 80)
     known = {tag for tag, _ in vocabulary}

@@ -37,8 +37,8 @@ class Query:
 
 def expression(terms: list[str], *, single_tokens: bool = False) -> str | None:
     """An FTS5 query ORing the terms; each is quoted, so no input is FTS syntax. With
-    `single_tokens`, terms the tokenizer would split (`url_for`) are left out: an index without
-    positions cannot match phrases, and their parts are terms of their own."""
+    `single_tokens`, terms the tokenizer would split (`url_for`) are left out: they would be
+    phrase queries, slow over the large content index, and their parts are terms of their own."""
     chosen = [term for term in terms if not single_tokens or "_" not in term]
     if not chosen:
         return None
