@@ -310,7 +310,10 @@ class Workspace:
                 self.lock.release()
                 continue
             await reader.close()
-            await self._configure_model()
+            try:
+                await self._configure_model()
+            except Exception:  # index without the model rather than no index at all
+                log.exception("model annotation could not be set up")
             by_weight: dict[float, list[str]] = {}
             for path, weight in self._access_backlog.items():
                 by_weight.setdefault(weight, []).append(path)
