@@ -666,11 +666,14 @@ class Store:
             (_encode([digest for digest, _ in bodies]).decode(),))
         present = {row[0] for row in rows}
         fresh = {digest: body for digest, body in bodies if digest not in present}
-        for digest, body in fresh.items():
-            cursor = await db.execute("INSERT INTO contents(hash, words) VALUES (?, ?)",
-                                      (digest, zlib.compress(body.encode(), 6)))
-            await db.execute("INSERT INTO body_fts(rowid, body) VALUES (?, ?)",
-                             (cursor.lastrowid, body))
+        if not fresh:
+            return
+        # Two statements for the whole batch; the generator is consumed, and the words
+        # compressed, on the connection's thread rather than the event loop's.
+        await db.executemany("INSERT INTO contents(hash, words) VALUES (?, ?)",
+                             ((digest, zlib.compress(body.encode(), 6)) for digest, body in fresh.items()))
+        await db.executemany("INSERT INTO body_fts(rowid, body) SELECT id, ? FROM contents WHERE hash = ?",
+                             [(body, digest) for digest, body in fresh.items()])
 
     async def drop_orphan_contents(self) -> int:
         """Forget the words of contents no file has any more (after deletions and edits)."""
