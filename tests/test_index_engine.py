@@ -278,6 +278,28 @@ async def test_ignore_rules_and_reincludes(tmp_path: Path, git: bool) -> None:
         await stop_client(client)
 
 
+@pytest.mark.parametrize("change", ["filescoutignore", "settings"])
+async def test_rules_changed_while_stopped_apply_on_restart(tmp_path: Path, change: str) -> None:
+    root = make_workspace(tmp_path / "ws", git=True)
+    client = await start_client(root, tmp_path / "cache")
+    await wait_for_indexing(client)
+    assert await file_item(client, "src/shop/cart.py") is not None
+    await stop_client(client)
+
+    options = {}
+    if change == "filescoutignore":
+        (root / ".filescoutignore").write_text("src/shop/cart.py\n")
+    else:
+        options = {"exclude": ["src/shop/cart.py"]}
+    client = await start_client(root, tmp_path / "cache", init_options=options)
+    try:
+        await wait_for_indexing(client)
+        assert await file_item(client, "src/shop/cart.py") is None
+        assert await file_item(client, "src/shop/payments/stripe_gateway.py") is not None
+    finally:
+        await stop_client(client)
+
+
 async def test_symlinks_never_lead_outside(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()

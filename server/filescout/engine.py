@@ -61,6 +61,7 @@ ESTIMATED_OUTLINE_TOKENS = 200  # outline and a share of the instructions, per f
 BACKLOG_WORTH_ANNOUNCING = 100
 MAX_ANNOTATION_CHARS = 256 * 1024
 SCAN_SHARE = 20  # percent of a pass's progress bar given to scanning
+RULES_FINGERPRINT = "rules_fingerprint"
 NEIGHBOURS_PER_TOUCH = 24
 TEXT_MATCH_LIMIT = 10_000
 LISTED_KINDS = ("source", "test", "docs", "config", "data", "generated", "other")
@@ -470,11 +471,18 @@ class Workspace:
         loading = asyncio.ensure_future(self.store.known_files())
         loading.add_done_callback(functools.partial(_settle, known_ready))
         self._set_phase("scanning")  # after the load: its counts query must not go first
+        rules = self._ignore_rules()
+        # Indexed files passed filescout's rules when they were indexed; while the rules are the
+        # same, they need not be checked again. A pass under new rules that does not finish
+        # leaves no fingerprint, so the next one checks everything.
+        same_rules = await self.store.get_meta(RULES_FINGERPRINT) == rules.fingerprint
+        if not same_rules:
+            await self.store.set_meta(RULES_FINGERPRINT, "")
 
         def produce() -> None:
             try:
-                rules = self._ignore_rules()
-                listing: Listing = enumerate_files(self.root, rules)
+                listing: Listing = enumerate_files(self.root, rules,
+                                                   known_ready.result if same_rules else None)
                 self._rules, self._git_mode = rules, listing.source == "git"
                 for batch in scan(self.root, known_ready.result(), listing,
                                   max_file_size=self.settings.max_file_size, progress=on_progress,
@@ -509,6 +517,7 @@ class Workspace:
         if totals.changed or totals.removed:
             await self.store.drop_orphan_contents()
         await self.store.set_meta("last_scan", utc_now())
+        await self.store.set_meta(RULES_FINGERPRINT, rules.fingerprint)
         files = await self.store.file_count()
         totals = msgspec.structs.replace(
             totals, files=files, elapsed_ms=int((time.perf_counter() - started) * 1000))

@@ -17,6 +17,8 @@ re-include pattern names a path inside it (`!build/generated/` or `build/generat
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -140,6 +142,10 @@ def literal_prefix(pattern: str) -> str | None:
 class IgnoreRules:
     def __init__(self, exclude: Sequence[str] = (), include: Sequence[str] = (),
                  filescoutignore: Sequence[str] = ()) -> None:
+        self.fingerprint = hashlib.sha256(json.dumps(
+            [DEFAULT_EXCLUDES, list(exclude), list(filescoutignore), list(include)]).encode()).hexdigest()
+        """Identifies filescout's own rules (git's are git's business): a path they let through
+        once, they let through again while this stays the same."""
         defaults = PatternLayer.compile(DEFAULT_EXCLUDES)
         self._defaults = [defaults] if defaults else []
         self._git: list[PatternLayer] = []

@@ -11,7 +11,7 @@ import logging
 import os
 import stat as stat_mod
 import subprocess
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,9 +87,12 @@ def in_git_work_tree(root: Path) -> bool:
     return result is not None and result.returncode == 0 and result.stdout.strip() == b"true"
 
 
-def git_ls_files(root: Path, rules: IgnoreRules) -> list[str] | None:
+def git_ls_files(root: Path, rules: IgnoreRules,
+                 vetted: Callable[[], Container[str]] | None = None) -> list[str] | None:
     """Tracked plus untracked-but-not-ignored files, then git-ignored files that filescout's
-    re-include patterns bring back; None when git cannot list the tree."""
+    re-include patterns bring back; None when git cannot list the tree. `vetted` gives the
+    paths these same rules let through before (asked once git has answered): they are not
+    checked again."""
     if not in_git_work_tree(root):
         return None
     listing = _git(root, "ls-files", "--cached", "--others", "--exclude-standard", "-z")
@@ -97,8 +100,9 @@ def git_ls_files(root: Path, rules: IgnoreRules) -> list[str] | None:
         if listing is not None:
             log.warning("git ls-files failed: %s", listing.stderr.decode(errors="replace").strip())
         return None
+    passed = vetted() if vetted is not None else ()
     paths = [path for path in dict.fromkeys(_nul_split(listing.stdout))
-             if not rules.is_ignored_after_git(path, git_ignored=False)]
+             if path in passed or not rules.is_ignored_after_git(path, git_ignored=False)]
     if rules.has_reincludes:
         paths.extend(_git_reincluded(root, rules))
     return paths
@@ -170,9 +174,10 @@ def walk(root: Path, rules: IgnoreRules) -> list[str]:
     return found
 
 
-def enumerate_files(root: Path, rules: IgnoreRules) -> Listing:
+def enumerate_files(root: Path, rules: IgnoreRules,
+                    vetted: Callable[[], Container[str]] | None = None) -> Listing:
     """Workspace-relative paths of candidate files, and how they were found."""
-    listed = git_ls_files(root, rules)
+    listed = git_ls_files(root, rules, vetted)
     if listed is None:
         return Listing(walk(root, rules), "walk")
     return Listing(listed, "git")
