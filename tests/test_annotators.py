@@ -301,6 +301,38 @@ async def test_fenced_json_and_json_schema_fallback(tmp_path: Path, fake: FakeOp
         await stop_client(client)
 
 
+async def test_a_rejected_request_is_not_sent_again_and_again(tmp_path: Path, fake: FakeOpenAI) -> None:
+    fake.default = Action(status=400)  # not about response_format: the request itself is refused
+    root = make_workspace(tmp_path / "ws", git=False)
+    options = model_options(fake, model={"concurrency": 1})
+    client = await start_client(root, tmp_path / "cache", init_options=options)
+    try:
+        await wait_for_indexing(client)
+        status = await wait_for_model(client)
+        assert "rejected" in status["message"]
+        calls = fake.calls()
+        assert 0 < calls <= 4  # one request per batch of up to 8 files
+        await asyncio.sleep(0.5)
+        assert fake.calls() == calls
+        item = await file_item(client, "src/shop/cart.py")
+        assert item["annotator"] == "structural/2" and item["summary"]
+    finally:
+        await stop_client(client)
+
+
+async def test_an_unusable_endpoint_setting_leaves_indexing_working(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws", git=False)
+    options = {"model": {"model": "m", "baseUrl": "http://127.0.0.1:9/v1\t", "apiKey": "k"}}
+    client = await start_client(root, tmp_path / "cache", init_options=options)
+    try:
+        await wait_for_indexing(client)
+        status = as_dict(await execute(client, "filescout.status"))
+        assert status["byStatus"]["annotated"] == 10 and status["role"] == "writer"
+        assert any("model annotation is off" in m.message for m in client.messages)
+    finally:
+        await stop_client(client)
+
+
 async def test_budget_stops_model_calls(tmp_path: Path, fake: FakeOpenAI) -> None:
     root = make_workspace(tmp_path / "ws", git=False)
     options = model_options(fake, budget={"dailyTokens": 1000},

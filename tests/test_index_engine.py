@@ -19,6 +19,7 @@ from support import (
     make_workspace,
     progress_tokens,
     query_db,
+    run_git,
     start_client,
     stop_client,
     wait_for_indexing,
@@ -333,6 +334,28 @@ async def test_symlinks_never_lead_outside(tmp_path: Path) -> None:
             text_document=types.TextDocumentIdentifier(uri=marker.as_uri())))
         await wait_until_item(client, "src/shop/marker.py", lambda item: True)
         assert await file_item(client, "escape_dir/secret.py") is None
+    finally:
+        await stop_client(client)
+
+
+async def test_tracked_directory_replaced_by_a_symlink_leads_nowhere(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "util.py").write_text("SECRET_OUTSIDE = 1\n")
+    root = make_workspace(tmp_path / "ws", git=True)
+    (root / "lib").mkdir()
+    (root / "lib" / "util.py").write_text("INSIDE = 1\n")
+    run_git(root, "add", "lib")
+    run_git(root, "commit", "-q", "-m", "lib")
+    client = await start_client(root, tmp_path / "cache")
+    try:
+        await wait_for_indexing(client)
+        assert await file_item(client, "lib/util.py") is not None
+        (root / "lib" / "util.py").unlink()
+        (root / "lib").rmdir()
+        (root / "lib").symlink_to(outside, target_is_directory=True)  # git still lists lib/util.py
+        await execute(client, "filescout.reindex")  # answers once the scan is stored
+        assert await file_item(client, "lib/util.py") is None
     finally:
         await stop_client(client)
 

@@ -132,36 +132,58 @@ def test_model_settings_from_toml_and_environment(tmp_path: Path) -> None:
         'file_tokens = 800\n\n[budget]\ndaily_tokens = 1000\n')
     loaded = load_settings(tmp_path, None, env={"OPENAI_API_KEY": "from-env", "OPENAI_BASE_URL": "http://x/v1"})
     model = loaded.settings.model
-    assert (model.model, model.base_url, model.api_key, model.file_tokens) == (
-        "qwen2.5-coder:7b", "http://127.0.0.1:11434/v1", "from-env", 800)
+    assert (model.model, model.base_url, model.file_tokens) == (
+        "qwen2.5-coder:7b", "http://127.0.0.1:11434/v1", 800)
+    assert model.api_key == "none"  # a local endpoint the file names never gets the user's key
     assert loaded.settings.budget.daily_tokens == 1000
     assert load_settings(tmp_path, None, env={"FILESCOUT_PRIVACY": "1"}).settings.privacy_mode
+    # The user's own endpoint (here from the environment) keeps the user's key.
+    (tmp_path / "filescout.toml").write_text('[model]\nmodel = "gpt-4o-mini"\nconcurrency = 4\n')
+    loaded = load_settings(tmp_path, None, env={"OPENAI_API_KEY": "from-env", "OPENAI_BASE_URL": "http://x/v1"})
+    assert (loaded.settings.model.model, loaded.settings.model.api_key,
+            loaded.settings.model.concurrency) == ("gpt-4o-mini", "from-env", 4)
 
 
-def test_workspace_file_cannot_redirect_the_users_key_or_lift_privacy(tmp_path: Path) -> None:
-    (tmp_path / "filescout.toml").write_text(
-        'db_path = "/home/someone/.bashrc"\nprivacy_mode = false\n'
-        '[model]\nmodel = "m"\nbase_url = "https://collector.example/v1"\n')
-    env = {"OPENAI_API_KEY": "users-key", "FILESCOUT_PRIVACY": "1"}
-    loaded = load_settings(tmp_path, None, env=env)
-    assert loaded.settings.model.base_url is None and loaded.settings.model.api_key == "users-key"
-    assert loaded.settings.db_path is None
-    assert loaded.settings.privacy_mode
-    assert any("base_url ignored" in w for w in loaded.warnings)
-    assert any("db_path ignored" in w for w in loaded.warnings)
-    # The user's key given in the editor does not go to the file's endpoint either.
-    (tmp_path / "filescout.toml").write_text(
-        '[model]\nbase_url = "https://collector.example/v1"\napi_key = "repo-key"\n')
-    editor = {"model": {"model": "m", "apiKey": "users-key"}}
-    assert load_settings(tmp_path, editor, env={}).settings.model.base_url is None
-    # With its own key, or on this machine, a workspace may choose the endpoint.
-    assert load_settings(tmp_path, {"model": {"model": "m"}}, env=env).settings.model.base_url == (
-        "https://collector.example/v1")
-    (tmp_path / "filescout.toml").write_text(
-        'db_path = ".filescout/index.sqlite3"\n[model]\nbase_url = "http://[::1]:8080/v1"\n')
-    loaded = load_settings(tmp_path, None, env=env)
-    assert loaded.settings.model.base_url == "http://[::1]:8080/v1"
+def test_workspace_file_cannot_send_content_or_keys_elsewhere(tmp_path: Path) -> None:
+    def load(toml: str, editor: dict | None = None, env: dict | None = None):
+        (tmp_path / "filescout.toml").write_text(toml)
+        return load_settings(tmp_path, editor, env={"OPENAI_API_KEY": "users-key", **(env or {})})
+
+    # A remote endpoint, with or without a key of its own: ignored, and no model turned on.
+    for toml in ['[model]\nmodel = "m"\nbase_url = "https://collector.example/v1"\n',
+                 '[model]\nmodel = "m"\nbase_url = "https://collector.example/v1"\napi_key = "k"\n',
+                 '[model]\nmodel = "gpt-4o"\n']:
+        loaded = load(toml)
+        assert loaded.settings.model.base_url is None and loaded.settings.model.model is None, toml
+        assert any("ignored" in warning for warning in loaded.warnings)
+    # A local endpoint the file names gets no key of the user's; with an editor key it is dropped.
+    assert load('[model]\nmodel = "m"\nbase_url = "http://localhost:8080/v1"\n').settings.model.api_key == "none"
+    loaded = load('[model]\nmodel = "m"\nbase_url = "http://127.0.0.1:3000/v1"\n',
+                  editor={"model": {"apiKey": "editor-key"}})
+    assert loaded.settings.model.base_url is None
+    # The user's chosen endpoint wins and keeps the user's key.
+    loaded = load('[model]\nbase_url = "http://127.0.0.1:3000/v1"\n',
+                  editor={"model": {"model": "m", "baseUrl": "https://api.example/v1"}})
+    assert (loaded.settings.model.base_url, loaded.settings.model.api_key) == (
+        "https://api.example/v1", "users-key")
+    # Privacy mode can be turned on, not off.
+    assert load("privacy_mode = false\n", env={"FILESCOUT_PRIVACY": "1"}).settings.privacy_mode
+    assert load("privacy_mode = true\n").settings.privacy_mode
+    # The index stays inside the workspace, symlinks resolved.
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "cache").symlink_to(tmp_path / "outside", target_is_directory=True)
+    for db_path in ["/home/someone/.bashrc", "~/.bashrc", "./~/.bashrc", "a/../../x", "C:/Users/x",
+                    "cache/index.sqlite3", "..\\x"]:
+        (tmp_path / "ws" / "filescout.toml").write_text(f"db_path = {db_path!r}\n".replace("'", '"'))
+        loaded = load_settings(tmp_path / "ws", None, env={})
+        assert loaded.settings.db_path is None, db_path
+        assert any("db_path ignored" in warning for warning in loaded.warnings), db_path
+    (tmp_path / "ws" / "filescout.toml").write_text('db_path = ".filescout/index.sqlite3"\n')
+    loaded = load_settings(tmp_path / "ws", None, env={})
     assert loaded.settings.db_path == ".filescout/index.sqlite3" and not loaded.warnings
+    (tmp_path / "ws" / "filescout.toml").write_text("filescout = 1\n")
+    assert any("must be a table" in w for w in load_settings(tmp_path / "ws", None, env={}).warnings)
 
 
 def test_provider_labels() -> None:

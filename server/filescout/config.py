@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -95,6 +95,8 @@ def from_file(root: Path | None) -> tuple[dict[str, Any], str | None]:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return {}, f"{CONFIG_FILE} ignored: {exc}"
     section = data.get("filescout", data)
+    if not isinstance(section, Mapping):
+        return {}, f"{CONFIG_FILE} ignored: [filescout] must be a table"
     return camelize(section), None
 
 
@@ -121,30 +123,62 @@ def is_loopback_url(url: str) -> bool:
         return False
 
 
-def vet_workspace_layer(layer: dict[str, Any], editor_layer: Mapping[str, Any],
-                        warnings: list[str]) -> dict[str, Any]:
-    """Drop what a repository's own settings file may not decide for the user."""
+NO_KEY = "none"
+"""The key sent to a local endpoint a workspace file names: local servers ignore it."""
+
+
+def vet_workspace_layer(layer: dict[str, Any], env_layer: Mapping[str, Any],
+                        editor_layer: Mapping[str, Any], warnings: list[str],
+                        root: Path | None = None) -> dict[str, Any]:
+    """Drop what a repository's own settings file may not decide for the user: where workspace
+    content and the user's key go. It may pick an endpoint on this machine (which gets no key
+    of the user's) and tune a model the user turned on; it cannot turn on a remote model."""
     layer = dict(layer)
     model = layer.get("model")
-    if isinstance(model, Mapping) and isinstance(model.get("baseUrl"), str):
-        editor_model = editor_layer.get("model")
-        key_from_user = "apiKey" not in model or (
-            isinstance(editor_model, Mapping) and "apiKey" in editor_model)
-        if key_from_user and not is_loopback_url(model["baseUrl"]):
-            layer["model"] = {key: value for key, value in model.items() if key != "baseUrl"}
-            warnings.append(f"{CONFIG_FILE}: model.base_url ignored: a workspace file may name a "
-                            "remote endpoint only together with its own api_key (your key is not "
-                            "sent where a repository says); set it in the editor or environment")
+    if isinstance(model, Mapping):
+        model = dict(model)
+        env_model, editor_model = (user_layer.get("model") for user_layer in (env_layer, editor_layer))
+        user_model = {**(env_model if isinstance(env_model, Mapping) else {}),
+                      **(editor_model if isinstance(editor_model, Mapping) else {})}
+        editor_key = isinstance(editor_model, Mapping) and "apiKey" in editor_model  # outranks ours
+        base_url = model.get("baseUrl")
+        local = isinstance(base_url, str) and is_loopback_url(base_url) and not editor_key
+        if "baseUrl" in model and isinstance(editor_model, Mapping) and "baseUrl" in editor_model:
+            del model["baseUrl"]  # the editor's endpoint wins anyway; keep the user's key for it
+            local = False
+        elif "baseUrl" in model and not local:
+            del model["baseUrl"]
+            warnings.append(f"{CONFIG_FILE}: model.base_url ignored: a workspace file may only name "
+                            "an endpoint on this machine; set others in the editor or environment")
+        if local:
+            model.setdefault("apiKey", NO_KEY)  # the user's key never goes where a repository says
+        elif "model" in model and not ("model" in user_model or "baseUrl" in user_model):
+            del model["model"]
+            warnings.append(f"{CONFIG_FILE}: model.model ignored: a workspace file cannot turn on "
+                            "a remote model; name the model in the editor settings or FILESCOUT_MODEL")
+        layer["model"] = model
     db_path = layer.get("dbPath")
-    if isinstance(db_path, str):
-        normal = posixpath.normpath(db_path.replace("\\", "/"))
-        if db_path.startswith("~") or posixpath.isabs(normal) or normal.split("/")[0] == "..":
-            del layer["dbPath"]
-            warnings.append(f"{CONFIG_FILE}: db_path ignored: from a workspace file it must be a "
-                            "path inside the workspace")
+    if db_path is not None and not _inside_workspace(db_path, root):
+        del layer["dbPath"]
+        warnings.append(f"{CONFIG_FILE}: db_path ignored: from a workspace file it must be a "
+                        "relative path inside the workspace")
     if layer.get("privacyMode") is False:
         del layer["privacyMode"]  # a repository may turn privacy mode on, never off
     return layer
+
+
+def _inside_workspace(value: Any, root: Path | None) -> bool:
+    """A relative path that stays inside `root`, symlinks resolved; no `~`, drive or anchor."""
+    if not isinstance(value, str) or not value or root is None:
+        return False
+    parts = value.replace("\\", "/").split("/")
+    if any(part.startswith("~") or part == ".." for part in parts) or \
+            PureWindowsPath(value).anchor or posixpath.isabs(value):
+        return False
+    try:
+        return (root / value).resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError, ValueError):
+        return False
 
 
 def load_settings(root: Path | None, editor: Mapping[str, Any] | None = None,
@@ -154,8 +188,9 @@ def load_settings(root: Path | None, editor: Mapping[str, Any] | None = None,
     if file_problem:
         warnings.append(file_problem)
     editor_layer = camelize(dict(editor or {}))
-    file_layer = vet_workspace_layer(file_layer, editor_layer, warnings)
-    layers = [("environment", from_environment(env)), (CONFIG_FILE, file_layer),
+    env_layer = from_environment(env)
+    file_layer = vet_workspace_layer(file_layer, env_layer, editor_layer, warnings, root)
+    layers = [("environment", env_layer), (CONFIG_FILE, file_layer),
               ("editor settings", editor_layer)]
     merged: dict[str, Any] = {}
     for name, layer in layers:

@@ -28,7 +28,15 @@ from filescout.errors import InvalidParams, ReadOnly, WorkspaceUnavailable
 from filescout.ignore import FILESCOUTIGNORE, IgnoreRules
 from filescout.imports import import_candidates
 from filescout.lock import WriterLock
-from filescout.model import CHARS_PER_TOKEN, Budget, BudgetSpent, ModelClient, ModelError, ModelRefused
+from filescout.model import (
+    CHARS_PER_TOKEN,
+    Budget,
+    BudgetSpent,
+    ModelClient,
+    ModelError,
+    ModelRefused,
+    ModelUnavailable,
+)
 from filescout.paths import to_relative
 from filescout.progress import NullProgress, ProgressReporter
 from filescout.relevance.filters import PathFilter, decode_cursor, encode_cursor
@@ -203,8 +211,13 @@ class Workspace:
             month_start = Budget.today()[:8] + "01"
             budget = Budget(self.settings.budget, await self.store.usage_since(month_start),
                             sink=self._record_usage)
-            self.model = ModelAnnotator(ModelClient(model, budget))
-            log.info("model annotation on: %s", self.model.id)
+            try:
+                self.model = ModelAnnotator(ModelClient(model, budget))
+            except Exception as exc:  # e.g. a base URL the HTTP client rejects
+                log.error("model annotation is off: cannot use %s: %s", model.base_url or "the endpoint", exc)
+                self.warnings.append(f"model annotation is off: {exc}")
+            else:
+                log.info("model annotation on: %s", self.model.id)
         self.store.current_annotator = self.annotator_id
         self.model_queue = AnnotationQueue()
         self._model_gave_up.clear()
@@ -275,7 +288,10 @@ class Workspace:
             self.settings.exclude, self.settings.include, self.settings.max_file_size)
         if (old.model, old.budget, old.privacy_mode) != (
                 self.settings.model, self.settings.budget, self.settings.privacy_mode):
+            retiring, self.model = self.model, None  # no drain may start on it meanwhile
             await self._stop_model_drain()
+            if retiring is not None:
+                await retiring.client.close()
             await self._configure_model()
             if self.model is not None and not rescan:
                 self.model_queue.extend(await self._model_backlog(), BACKGROUND)
@@ -616,6 +632,7 @@ class Workspace:
             return
         reporter: ProgressReporter | None = None
         done = 0
+        skipped: str | None = None
         batch_size = MAX_FILES_PER_REQUEST * model.client.settings.concurrency
         try:
             while True:
@@ -631,7 +648,7 @@ class Workspace:
                     self.model_queue.clear_background()
                 batch = self.model_queue.pop(batch_size)
                 if not batch:
-                    self._model_message = None
+                    self._model_message = skipped  # None when every request was answered
                     return
                 self._model_in_flight = len(batch)
                 self._model_stopped = None
@@ -649,9 +666,15 @@ class Workspace:
                          if annotation is not None]
                 await self.store.save_annotations(model.id, saved, replace=True)
                 done += len(saved)
-                if error is None:
+                if error is None or not isinstance(error, (ModelUnavailable, BudgetSpent, ModelRefused)):
+                    # Answered, or this request itself was rejected (asking again would be
+                    # rejected again): these files keep their structural annotation.
                     self._model_gave_up.update(item.hash for item, annotation in zip(inputs, annotations)
                                                if annotation is None)
+                    if error is not None:
+                        log.warning("model annotation skipped %d files: %s",
+                                    sum(annotation is None for annotation in annotations), error)
+                        self._model_message = skipped = f"some files were skipped: {error}"
                 else:
                     # Not this batch's fault: put back what is left and pause.
                     self.model_queue.extend([item.path for item, annotation in zip(inputs, annotations)
@@ -763,7 +786,9 @@ class Workspace:
         if any(path.rpartition("/")[2] in RULE_FILES for path in paths):
             self.start_indexing("index")
             return None
-        rules = self._rules or self._ignore_rules()
+        # git applies its own rules, so the current settings' rules are complete; a walk's rules
+        # carry the .gitignore files it found, so those are kept until the next walk.
+        rules = self._ignore_rules() if self._git_mode or self._rules is None else self._rules
         known = await self.store.known_files_for(paths)
         batch = await asyncio.to_thread(
             scan_paths, self.root, paths, known, rules, git_mode=self._git_mode,

@@ -27,6 +27,8 @@ import pathspec
 
 FILESCOUTIGNORE = ".filescoutignore"
 
+RULES_VERSION = 1
+"""Part of the rules' fingerprint: raise it when matching changes, so indexes recheck paths."""
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     # version control and editor state
     ".git/", ".hg/", ".svn/", ".jj/", ".idea/", ".vs/", ".DS_Store", "Thumbs.db",
@@ -143,7 +145,8 @@ class IgnoreRules:
     def __init__(self, exclude: Sequence[str] = (), include: Sequence[str] = (),
                  filescoutignore: Sequence[str] = ()) -> None:
         self.fingerprint = hashlib.sha256(json.dumps(
-            [DEFAULT_EXCLUDES, list(exclude), list(filescoutignore), list(include)]).encode()).hexdigest()
+            [RULES_VERSION, DEFAULT_EXCLUDES, list(exclude), list(filescoutignore), list(include)]
+        ).encode()).hexdigest()
         """Identifies filescout's own rules (git's are git's business): a path they let through
         once, they let through again while this stays the same."""
         defaults = PatternLayer.compile(DEFAULT_EXCLUDES)

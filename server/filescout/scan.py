@@ -245,6 +245,24 @@ def scan(
     batch = ScanBatch()
     seen: set[str] = set()
     lstat, is_regular, known_get = os.lstat, stat_mod.S_ISREG, known.get  # the hot loop
+    inside: dict[str, bool] = {"": True}
+
+    def directory_inside(directory: str) -> bool:
+        """Git lists what its index holds, even below a directory since replaced by a symlink
+        to elsewhere: each directory is checked once per scan."""
+        verdict = inside.get(directory)
+        if verdict is None:
+            verdict = directory_inside(directory.rpartition("/")[0])
+            if verdict:
+                try:
+                    is_link = stat_mod.S_ISLNK(lstat(prefix + directory).st_mode)
+                except OSError:
+                    is_link, verdict = False, False
+                if is_link:
+                    verdict = os.path.commonpath([base, os.path.realpath(prefix + directory)]) == base
+            inside[directory] = verdict
+        return verdict
+
     for index, relative in enumerate(listing.paths):
         if index % 1000 == 0:
             if progress is not None:
@@ -254,6 +272,8 @@ def scan(
         try:
             info = lstat(prefix + relative)
         except OSError:
+            continue
+        if not directory_inside(relative.rpartition("/")[0]):
             continue
         if not is_regular(info.st_mode):
             info = stat_inside(base, relative)  # a symlink, or not a file at all
