@@ -26,7 +26,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from make_workspace import WORDS, generate  # noqa: E402
 
-from filescout.engine import Workspace  # noqa: E402
+from filescout.annotate.structural import ANNOTATOR_ID  # noqa: E402
+from filescout.config import db_path_for, load_settings  # noqa: E402
+from filescout.index import Index  # noqa: E402
 from filescout.relevance.prefilter import prefilter  # noqa: E402
 from filescout.relevance.filters import PathFilter  # noqa: E402
 from filescout.relevance.query import analyse  # noqa: E402
@@ -53,17 +55,18 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def in_process(root: Path, env: dict[str, str], texts: list[str]) -> list[float]:
-    engine = await Workspace.open(root, env=env)
+    """The prefilter alone, on the workspace's index opened read-only in this process."""
+    index = await Index.open_readonly(db_path_for(root, load_settings(root, None, env).settings, env))
     try:
         scope = PathFilter()
         timings = []
         for text in texts:
             started = time.perf_counter()
-            await prefilter(engine.store, analyse(text), limit=20, scope=scope)
+            await prefilter(index, analyse(text), limit=20, scope=scope, current=ANNOTATOR_ID)
             timings.append(time.perf_counter() - started)
         return timings
     finally:
-        await engine.close()
+        await index.close()
 
 
 class RawClient:

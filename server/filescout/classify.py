@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
 
-from filescout_protocol.types import FileKind
+from filescout.records import FileKind, SkipReason
 
 LANGUAGE_BY_EXTENSION: dict[str, str] = {
     ".py": "python", ".pyi": "python", ".pyw": "python",
@@ -109,9 +108,6 @@ SENSITIVE_NAME = re.compile(
 SENSITIVE_DIRS = frozenset({".ssh", ".aws", ".gnupg", ".docker"})
 
 BINARY_SNIFF_BYTES = 8192
-
-
-SkipReason = Literal["sensitive", "binary", "generated", "oversized"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,15 +17,10 @@ import msgspec
 
 from filescout import __version__
 from filescout import log as logsetup
-from filescout.engine import Workspace
+from filescout.engine import Hooks, Workspace
 from filescout.errors import FilescoutError
-from filescout_protocol.types import (
-    FindRelevantParams,
-    FindRelevantResult,
-    GetFilesParams,
-    RelevanceOptions,
-    Scope,
-)
+from filescout.progress import ProgressReporter
+from filescout_protocol.types import FindRelevantParams, GetFilesParams, RelevanceOptions, Scope
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter number
 
@@ -67,20 +62,20 @@ def _print_json(value: object) -> None:
     sys.stdout.buffer.write(msgspec.json.encode(value) + b"\n")
 
 
+async def _terminal_progress(kind: str) -> ProgressReporter:
+    return TerminalProgress()
+
+
 async def _with_workspace(path: str, refresh: bool, action: Callable[[Workspace], Awaitable[int]]) -> int:
-    engine = await Workspace.open(Path(path))
+    # A one-shot run gives up on a failing model endpoint instead of waiting it out.
+    engine = await Workspace.open(Path(path), hooks=Hooks(progress=_terminal_progress, persistent=False))
     try:
         for warning in engine.warnings:
             print(f"filescout: {warning}", file=sys.stderr)
         if refresh and engine.role == "reader":
-            print(f"filescout: another filescout process (pid {engine.lock.holder()}) is "
+            print(f"filescout: another filescout process (pid {engine.writer_pid}) is "
                   "indexing this workspace; answering from its index", file=sys.stderr)
         elif refresh:
-            async def terminal_progress(kind: str) -> TerminalProgress:
-                return TerminalProgress()
-
-            engine.progress_factory = terminal_progress
-            engine.persistent = False
             engine.start_indexing("index")
             await engine.wait_idle()
             if engine.last_error:
@@ -122,8 +117,7 @@ def _find(args: argparse.Namespace, query: str) -> Callable[[Workspace], Awaitab
         async for update in engine.find_relevant_stream(params):
             if args.json:
                 if update.done:
-                    _print_json(FindRelevantResult(items=update.items, stages=update.stages,
-                                                   degraded=update.degraded, message=update.message))
+                    _print_json(update.result())
                 continue
             if update.done:
                 if update.stages[-1] != shown_stage or update.degraded:

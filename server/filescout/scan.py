@@ -17,8 +17,9 @@ from pathlib import Path
 
 import xxhash
 
-from filescout.classify import BINARY_SNIFF_BYTES, SkipReason, classify
+from filescout.classify import BINARY_SNIFF_BYTES, classify
 from filescout.ignore import IgnoreRules, read_ignore_file
+from filescout.records import FileRecord, KnownFile
 
 log = logging.getLogger(__name__)
 
@@ -27,24 +28,6 @@ ProgressCallback = Callable[[int, int], None]
 
 BATCH_SIZE = 2000
 OVERSIZED_HASH_BYTES = 1 << 20
-
-
-KnownFile = tuple[str, int, int]
-"""(path, size, mtime_ns) as the index has it: the store's own row, so loading 100K of them
-creates no objects beyond what SQLite hands over."""
-
-
-@dataclass(slots=True)
-class FileRecord:
-    """What the index keeps about one file."""
-
-    path: str
-    size: int
-    mtime_ns: int
-    hash: str
-    language: str | None
-    kind: str
-    skip_reason: SkipReason | None
 
 
 @dataclass(slots=True)

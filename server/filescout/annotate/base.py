@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
-from filescout.store import Annotation
+from filescout.records import Annotation, FileToAnnotate
 
 SUMMARY_LIMIT = 300
 TAG_LIMIT = 8
-
-
-@dataclass(frozen=True, slots=True)
-class FileToAnnotate:
-    path: str
-    hash: str
-    language: str | None
-    kind: str
-    text: str
 
 
 class Annotator(Protocol):

@@ -11,8 +11,8 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
-from filescout.annotate.base import TAG_LIMIT, FileToAnnotate, clip
-from filescout.store import Annotation
+from filescout.annotate.base import TAG_LIMIT, clip
+from filescout.records import Annotation, FileToAnnotate
 from filescout.text import STOPWORDS, split_identifier
 
 MAX_SYMBOLS = 40

@@ -17,7 +17,7 @@ import msgspec
 from filescout.annotate.base import SUMMARY_LIMIT, TAG_LIMIT, clip
 from filescout.model import CHARS_PER_TOKEN, ModelClient, ModelError, estimate_tokens, extract_json
 from filescout.redact import redact
-from filescout.store import Annotation
+from filescout.records import Annotation
 
 log = logging.getLogger(__name__)
 

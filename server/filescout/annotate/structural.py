@@ -14,10 +14,10 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from filescout.annotate.base import TAG_LIMIT, FileToAnnotate, clip
+from filescout.annotate.base import TAG_LIMIT, clip
 from filescout.annotate.heuristic import annotate_text as annotate_by_lines
 from filescout.annotate.outline import Outline, has_grammar, outline_code, outline_data, outline_markdown
-from filescout.store import Annotation
+from filescout.records import Annotation, FileToAnnotate
 from filescout.text import STOPWORDS, body_words, split_identifier
 
 log = logging.getLogger(__name__)

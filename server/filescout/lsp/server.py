@@ -18,7 +18,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from filescout import __version__
 from filescout import log as logsetup
-from filescout.engine import Workspace
+from filescout.engine import Hooks, Workspace
 from filescout.errors import InvalidParams, ReadOnly, WorkspaceUnavailable
 from filescout.lsp.convert import converter_factory, decode_params
 from filescout.lsp.progress import ClientProgress, WorkDoneProgress
@@ -33,7 +33,6 @@ from filescout_protocol.types import (
     DidAccessParams,
     ErrorCode,
     FindRelevantParams,
-    FindRelevantResult,
     GetFilesParams,
     IndexStatus,
     Method,
@@ -179,7 +178,10 @@ def create_server() -> FilescoutServer:
             ls.startup_error = "the editor sent no workspace root (rootUri or workspaceFolders)"
             return
         try:
-            ls.engine = await Workspace.open(root, editor_settings(params.initialization_options))
+            hooks = Hooks(on_status=ls.send_status,
+                          progress=functools.partial(WorkDoneProgress.create, ls))
+            ls.engine = await Workspace.open(root, editor_settings(params.initialization_options),
+                                             hooks=hooks)
         except WorkspaceUnavailable as exc:
             ls.startup_error = str(exc)
             log.error("%s", exc)
@@ -197,8 +199,6 @@ def create_server() -> FilescoutServer:
         engine = ls.engine
         logsetup.set_level(engine.settings.log_level)
         ls.show_warnings(engine.warnings)
-        engine.status_listeners.append(ls.send_status)
-        engine.progress_factory = functools.partial(WorkDoneProgress.create, ls)
         engine.start_indexing("index")
         watching = await ls.watch_files()
         interval = engine.settings.reconcile_interval
@@ -254,9 +254,7 @@ def create_server() -> FilescoutServer:
                 if update.done:
                     paths = [item.path for item in update.items]
                     # The final answer repeats nothing already streamed (LSP partial results).
-                    rest = [] if token is not None and paths == streamed else update.items
-                    return FindRelevantResult(items=rest, stages=update.stages,
-                                              degraded=update.degraded, message=update.message)
+                    return update.result([] if token is not None and paths == streamed else None)
                 progress.report(f"{update.stage}: {len(update.items)} files")
                 if token is not None and update.items:
                     send_partial_result(ls, token, update.items)
@@ -347,5 +345,5 @@ def serve(tcp: str | None = None, log_level: str = "info") -> int:
             server.start_io()
     finally:
         if server.engine is not None:  # the client vanished without shutdown
-            server.engine.store.stop_threads()
+            server.engine.stop_threads()
     return 0

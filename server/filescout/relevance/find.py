@@ -17,17 +17,32 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from filescout.index import Index
 from filescout.model import BudgetSpent, ModelClient, ModelError, estimate_tokens
+from filescout.records import RankedFile, RelevanceStage
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.judge import FINAL_POOL, PASS_SCORE, Verdict, judge, pick_tags, rank
 from filescout.relevance.prefilter import Candidate, prefilter
 from filescout.relevance.query import analyse
-from filescout.store import Store
-from filescout_protocol.types import FileItem, FindRelevantParams, RelevanceOptions, RelevanceStage, RelevantItem
 
 log = logging.getLogger(__name__)
 
 TAGGED_CANDIDATES = 30
+
+
+@dataclass(frozen=True)
+class Question:
+    """A findRelevant request as the stages need it: the faces build it from their params."""
+
+    text: str
+    limit: int = 20
+    scope: PathFilter = field(default_factory=PathFilter)
+    use_model: bool | None = None
+    """False: the model-free stage only; None: the configured model, if any."""
+    max_model_calls: int = 8
+    max_tokens: int | None = None
+    candidates: int = 40
+    select_tags: bool = True
 
 
 @dataclass
@@ -35,7 +50,7 @@ class RelevanceUpdate:
     """One step of a findRelevant request: items to stream, or (done) the final answer."""
 
     stage: RelevanceStage
-    items: list[RelevantItem]
+    items: list[RankedFile]
     done: bool = False
     stages: list[RelevanceStage] = field(default_factory=list)
     degraded: bool = False
@@ -64,46 +79,43 @@ class Allowance:
         return completion
 
 
-def as_item(item: FileItem, stage: RelevanceStage, score: float, reason: str) -> RelevantItem:
-    return RelevantItem(path=item.path, score=round(score, 4), stage=stage, reason=reason,
-                        summary=item.summary, tags=item.tags, language=item.language, kind=item.kind)
+def from_candidates(candidates: Sequence[Candidate]) -> list[RankedFile]:
+    return [RankedFile(c.item, round(c.score, 4), "prefilter", c.reason) for c in candidates]
 
 
-def from_candidates(candidates: Sequence[Candidate]) -> list[RelevantItem]:
-    return [as_item(c.item, "prefilter", c.score, c.reason) for c in candidates]
+def from_verdicts(verdicts: Sequence[Verdict], stage: RelevanceStage) -> list[RankedFile]:
+    return [RankedFile(v.item, round(v.score, 4), stage, v.reason) for v in verdicts]
 
 
-def from_verdicts(verdicts: Sequence[Verdict], stage: RelevanceStage) -> list[RelevantItem]:
-    return [as_item(v.item, stage, v.score, v.reason) for v in verdicts]
-
-
-async def find(store: Store, params: FindRelevantParams, scope: PathFilter,
-               client: ModelClient | None) -> AsyncIterator[RelevanceUpdate]:
-    options = params.options or RelevanceOptions()
-    query = analyse(params.query)
-    use_model = client is not None and options.use_model is not False
+async def find(index: Index, question: Question, client: ModelClient | None, *,
+               current: str) -> AsyncIterator[RelevanceUpdate]:
+    """The stages' updates, the last one `done`. `current` is the annotator whose
+    annotations count as up to date."""
+    query = analyse(question.text)
+    use_model = client is not None and question.use_model is not False
     model_unavailable = client.unavailable_reason() if client is not None else None
     if use_model and model_unavailable:
         use_model = False
-    allowance = Allowance(client, options.max_model_calls, options.max_tokens) if use_model else None
+    allowance = (Allowance(client, question.max_model_calls, question.max_tokens)
+                 if use_model and client is not None else None)
     tags_task: asyncio.Task[list[str]] | None = None
-    if allowance is not None and options.select_tags and options.max_model_calls > 2:
-        vocabulary = await store.tag_vocabulary()
-        tags_task = asyncio.create_task(pick_tags(allowance, params.query, vocabulary))  # type: ignore[arg-type]
+    if allowance is not None and question.select_tags and question.max_model_calls > 2:
+        vocabulary = await index.files.tag_vocabulary()
+        tags_task = asyncio.create_task(pick_tags(allowance, question.text, vocabulary))  # type: ignore[arg-type]
     try:
-        pool = max(params.limit, options.candidates) if use_model else params.limit
-        candidates = await prefilter(store, query, limit=pool, scope=scope)
-        first = from_candidates(candidates[:params.limit])
+        pool = max(question.limit, question.candidates) if use_model else question.limit
+        candidates = await prefilter(index, query, limit=pool, scope=question.scope, current=current)
+        first = from_candidates(candidates[:question.limit])
         yield RelevanceUpdate("prefilter", first)
         if allowance is None:
             message = None if first else "no indexed file matches the question's words"
-            if options.use_model is not False and model_unavailable:
+            if question.use_model is not False and model_unavailable:
                 message = f"model stages skipped: {model_unavailable}"
             yield RelevanceUpdate("prefilter", first, done=True, stages=["prefilter"],
-                                  degraded=model_unavailable is not None and options.use_model is not False,
+                                  degraded=model_unavailable is not None and question.use_model is not False,
                                   message=message)
             return
-        async for update in _model_stages(store, params, scope, allowance, candidates, tags_task):
+        async for update in _model_stages(index, question, allowance, candidates, tags_task, current):
             yield update
     finally:
         if tags_task is not None and not tags_task.done():
@@ -111,9 +123,9 @@ async def find(store: Store, params: FindRelevantParams, scope: PathFilter,
             await asyncio.gather(tags_task, return_exceptions=True)
 
 
-async def _model_stages(store: Store, params: FindRelevantParams, scope: PathFilter,
-                        allowance: Allowance, candidates: list[Candidate],
-                        tags_task: asyncio.Task[list[str]] | None) -> AsyncIterator[RelevanceUpdate]:
+async def _model_stages(index: Index, question: Question, allowance: Allowance,
+                        candidates: list[Candidate], tags_task: asyncio.Task[list[str]] | None,
+                        current: str) -> AsyncIterator[RelevanceUpdate]:
     stages: list[RelevanceStage] = ["prefilter"]
     problems: list[str] = []
     pool = [candidate.item for candidate in candidates]
@@ -124,14 +136,14 @@ async def _model_stages(store: Store, params: FindRelevantParams, scope: PathFil
             problems.append(f"tag selection failed: {error}")
         else:
             seen = {item.path for item in pool}
-            tagged = await store.files_with_tags(tags, limit=TAGGED_CANDIDATES * 4)
-            pool += [item for item in tagged if item.path not in seen and scope.matches(item.path)][
+            tagged = await index.files.with_tags(tags, limit=TAGGED_CANDIDATES * 4, current=current)
+            pool += [item for item in tagged if item.path not in seen and question.scope.matches(item.path)][
                 :TAGGED_CANDIDATES]
     verdicts: list[Verdict] = []
     judged_any = False
     streamed = 0
     max_chunks = max(allowance.calls_left - 1, 1)  # keep one call for the final ranking
-    async for outcome in judge(allowance, params.query, pool, max_chunks=max_chunks):  # type: ignore[arg-type]
+    async for outcome in judge(allowance, question.text, pool, max_chunks=max_chunks):  # type: ignore[arg-type]
         if isinstance(outcome, ModelError):
             problems.append(f"judging failed: {outcome}")
             if isinstance(outcome, BudgetSpent):
@@ -140,7 +152,7 @@ async def _model_stages(store: Store, params: FindRelevantParams, scope: PathFil
         judged_any = True
         verdicts += outcome
         passing = sorted((v for v in outcome if v.score >= PASS_SCORE), key=lambda v: -v.score)
-        passing = passing[:max(params.limit - streamed, 0)]
+        passing = passing[:max(question.limit - streamed, 0)]
         if passing:
             streamed += len(passing)
             yield RelevanceUpdate("judge", from_verdicts(passing, "judge"))
@@ -151,18 +163,18 @@ async def _model_stages(store: Store, params: FindRelevantParams, scope: PathFil
     final: list[RelevantItem] | None = None
     if len(promising) >= 2:
         try:
-            placed = await rank(allowance, params.query, promising)  # type: ignore[arg-type]
+            placed = await rank(allowance, question.text, promising)  # type: ignore[arg-type]
         except ModelError as error:
             problems.append(f"final ranking failed: {error}")
         else:
             stages.append("final")
-            final = from_verdicts(placed[:params.limit], "final")
+            final = from_verdicts(placed[:question.limit], "final")
             yield RelevanceUpdate("final", final)
     elif len(promising) == 1:
         final = from_verdicts(promising, "judge")
     if final is None:
-        final = (from_verdicts(promising[:params.limit], "judge") if promising
-                 else from_candidates(candidates[:params.limit]))
+        final = (from_verdicts(promising[:question.limit], "judge") if promising
+                 else from_candidates(candidates[:question.limit]))
     message = "; ".join(problems) or None
     if judged_any and not promising and not problems:
         message = "the model judged none of the candidates relevant; these are the lexical matches"

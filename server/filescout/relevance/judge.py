@@ -18,7 +18,7 @@ import msgspec
 
 from filescout.model import ModelClient, ModelError, estimate_tokens, extract_json
 from filescout.redact import redact
-from filescout_protocol.types import FileItem
+from filescout.records import FileEntry
 
 log = logging.getLogger(__name__)
 
@@ -102,21 +102,21 @@ TAG_SCHEMA = _schema(TagAnswer)
 
 @dataclass(frozen=True)
 class Verdict:
-    item: FileItem
+    item: FileEntry
     score: float
     reason: str
 
 
-def describe(item: FileItem) -> str:
+def describe(item: FileEntry) -> str:
     tags = f" [{', '.join(item.tags)}]" if item.tags else ""
-    return redact(f"- {item.path}: {item.summary or '(no summary yet)'}{tags}")
+    return redact(f"- {item.path}: {item.shown_summary or '(no summary yet)'}{tags}")
 
 
-def chunk(items: Sequence[FileItem], *, max_chunks: int) -> list[list[FileItem]]:
+def chunk(items: Sequence[FileEntry], *, max_chunks: int) -> list[list[FileEntry]]:
     """Split candidates into chunks that fit a judging prompt, at most `max_chunks`; the
     lowest-ranked candidates are the ones left out when there are too many."""
-    chunks: list[list[FileItem]] = []
-    current: list[FileItem] = []
+    chunks: list[list[FileEntry]] = []
+    current: list[FileEntry] = []
     size = 0
     for item in items:
         cost = estimate_tokens(describe(item))
@@ -148,7 +148,7 @@ async def _ask(client: ModelClient, system: str, user: str, answer: type, schema
     raise AssertionError("unreachable")
 
 
-async def judge_chunk(client: ModelClient, question: str, items: Sequence[FileItem]) -> list[Verdict]:
+async def judge_chunk(client: ModelClient, question: str, items: Sequence[FileEntry]) -> list[Verdict]:
     listing = "\n".join(describe(item) for item in items)
     answer = await _ask(client, JUDGE_PROMPT, f"Request: {redact(question)}\n\nFiles:\n{listing}",
                         JudgeAnswer, JUDGE_SCHEMA, "judgement", 40 * len(items) + 60)
@@ -161,7 +161,7 @@ async def judge_chunk(client: ModelClient, question: str, items: Sequence[FileIt
     return verdicts
 
 
-async def judge(client: ModelClient, question: str, items: Sequence[FileItem], *,
+async def judge(client: ModelClient, question: str, items: Sequence[FileEntry], *,
                 max_chunks: int) -> AsyncIterator[list[Verdict] | ModelError]:
     """Judge chunks in parallel; yield each chunk's verdicts as it completes (or the error that
     stopped it)."""

@@ -11,15 +11,15 @@ data move down unless the question is about them; frecently used files get a sma
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 from dataclasses import dataclass, field
 
+from filescout.index import Index
+from filescout.index.access import current_score
+from filescout.records import FileEntry, SearchHit
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.query import Query, expression
-from filescout.store import DECAY, SearchHit, Store
 from filescout.text import path_words, words
-from filescout_protocol.types import FileItem
 
 STRUCTURE_WEIGHTS = (6.0, 3.0, 1.0, 2.0)  # path words, symbols, summary, tags
 CONTENT_WEIGHT = 1.0
@@ -38,7 +38,7 @@ MIN_TERMS = 2
 
 @dataclass
 class Candidate:
-    item: FileItem
+    item: FileEntry
     score: float
     reasons: list[str] = field(default_factory=list)
 
@@ -69,32 +69,54 @@ def telling_terms(terms: list[str], frequency: dict[str, int], total: int) -> li
     return [term for term in terms if term in rarest]
 
 
-async def prefilter(store: Store, query: Query, *, limit: int, scope: PathFilter,
-                    now: float | None = None) -> list[Candidate]:
-    """The best `limit` files for `query` within `scope`, best first."""
-    if not query.terms:
-        return []
-    total, frequency = await store.content_frequencies(query.terms)
-    terms = telling_terms(query.terms, frequency, total)
-    pool = POOL if scope.is_empty else SCOPED_POOL
-    described_expression = expression(terms)
-    content_expression = expression(terms, single_tokens=True)
-    described, contents = await asyncio.gather(  # two connections: they run side by side
-        store.search(described_expression, limit=pool, weights=STRUCTURE_WEIGHTS)
+@dataclass
+class TextMatches:
+    """Hits of the two full-text searches, by path, with each search's BM25 score."""
+
+    hits: dict[str, SearchHit] = field(default_factory=dict)
+    scores: dict[str, list[float]] = field(default_factory=dict)
+    """path -> [description score, content score]"""
+
+    def fused(self, path: str) -> float:
+        described, content = self.scores[path]
+        return described + CONTENT_WEIGHT * content
+
+
+async def search_both(index: Index, terms: list[str], *, limit: int) -> TextMatches:
+    """Both full-text searches for `terms`, side by side (two connections), after dropping
+    terms too common to tell files apart."""
+    matches = TextMatches()
+    if not terms:
+        return matches
+    total, frequency = await index.contents.frequencies(terms)
+    telling = telling_terms(terms, frequency, total)
+    described_expression = expression(telling)
+    content_expression = expression(telling, single_tokens=True)
+    described, contents = await asyncio.gather(
+        index.descriptions.search(described_expression, limit=limit, weights=STRUCTURE_WEIGHTS)
         if described_expression else _nothing(),
-        store.search_bodies(content_expression, limit=pool) if content_expression else _nothing())
-    hits: dict[str, SearchHit] = {}
-    text_scores: dict[str, list[float]] = {}
+        index.contents.search(content_expression, limit=limit) if content_expression else _nothing())
     for column, found in enumerate((described, contents)):
         for hit in found:
-            hits[hit.path] = hit
-            text_scores.setdefault(hit.path, [0.0, 0.0])[column] = hit.rank
+            matches.hits[hit.path] = hit
+            matches.scores.setdefault(hit.path, [0.0, 0.0])[column] = hit.rank
+    return matches
+
+
+async def prefilter(index: Index, query: Query, *, limit: int, scope: PathFilter, current: str,
+                    now: float | None = None) -> list[Candidate]:
+    """The best `limit` files for `query` within `scope`, best first. `current` is the
+    annotator whose annotations count as up to date."""
+    if not query.terms:
+        return []
+    matches = await search_both(index, query.terms, limit=POOL if scope.is_empty else SCOPED_POOL)
+    hits, text_scores = matches.hits, matches.scores
     now = time.time() if now is None else now
     scored: list[tuple[float, str, bool, bool]] = []
     for path, hit in hits.items():
         if not scope.matches(path):
             continue
-        score = text_scores[path][0] + CONTENT_WEIGHT * text_scores[path][1]
+        score = matches.fused(path)
         stem = _stem(path)
         named = len(stem) >= 3 and stem in query.names
         if named:
@@ -102,14 +124,14 @@ async def prefilter(store: Store, query: Query, *, limit: int, scope: PathFilter
         if hit.kind not in query.asks_for:
             score *= KIND_PRIOR.get(hit.kind, 0.45)
         if hit.access_rank is not None:
-            recent_uses = math.exp(hit.access_rank - now * DECAY)
+            recent_uses = current_score(hit.access_rank, now)
             score *= 1 + FRECENCY * min(recent_uses, FRECENCY_SATURATION) / FRECENCY_SATURATION
         if score > 0:
             scored.append((score, path, named, hit.access_rank is not None))
     scored.sort(key=lambda entry: (-entry[0], entry[1]))
     # Symbols (for the named-symbol lift) only for the leaders; reasons only for the answer.
     leaders = scored[: limit + 10]
-    facts = await store.relevance_facts([path for _, path, _, _ in leaders])
+    facts = await index.files.entries_with_symbols([path for _, path, _, _ in leaders], current=current)
     ranked: list[tuple[float, str, bool, bool, list[str]]] = []
     for score, path, named_file, used in leaders:
         if path not in facts:
@@ -131,7 +153,7 @@ async def prefilter(store: Store, query: Query, *, limit: int, scope: PathFilter
     return candidates
 
 
-def explain(query: Query, item: FileItem, symbols: list[str]) -> list[str]:
+def explain(query: Query, item: FileEntry, symbols: list[str]) -> list[str]:
     terms = set(query.terms)
     in_path = terms & set(path_words(item.path).split())
     described = terms & set(words(" ".join([item.summary, *item.tags, *symbols[:20]])))

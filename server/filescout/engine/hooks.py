@@ -1,0 +1,27 @@
+"""What a face gives the engine at construction: where status and progress go, and how
+patient background work should be."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from filescout.progress import NullProgress, ProgressReporter
+from filescout_protocol.types import IndexStatus
+
+StatusListener = Callable[[IndexStatus], None]
+ProgressFactory = Callable[[str], Awaitable[ProgressReporter]]
+
+
+async def no_progress(kind: str) -> ProgressReporter:
+    return NullProgress()
+
+
+@dataclass(frozen=True)
+class Hooks:
+    on_status: StatusListener | None = None
+    """Called on every phase change (the LSP face sends `filescout/status`)."""
+    progress: ProgressFactory = no_progress
+    """A fresh progress reporter for a kind of work ("index", "reindex", "model")."""
+    persistent: bool = True
+    """A server waits out a failing model endpoint; a one-shot CLI run gives up instead."""

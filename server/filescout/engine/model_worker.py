@@ -1,0 +1,190 @@
+"""The model worker: after the structural pass, a model rewrites summaries and tags, in the same
+priority order, on its own queue, within the budget, and steps aside while the endpoint fails."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from filescout.annotate.llm import MAX_FILES_PER_REQUEST, ModelAnnotator, ModelInput
+from filescout.annotate.structural import StructuralAnnotator
+from filescout.engine.hooks import Hooks
+from filescout.engine.structural_worker import Rescan, read_current
+from filescout.index import Index
+from filescout.model import Budget, BudgetSpent, ModelClient, ModelError, ModelRefused, ModelUnavailable
+from filescout.progress import ProgressReporter
+from filescout.records import Annotation, PendingFile
+from filescout.schedule import NEIGHBOUR, AnnotationQueue
+from filescout_protocol.types import Settings
+
+log = logging.getLogger(__name__)
+
+STOPPING_ERRORS = (ModelUnavailable, BudgetSpent, ModelRefused)
+"""Errors that are not the batch's fault: the files go back to the queue."""
+
+
+class ModelWorker:
+    def __init__(self, root: Path, index: Index, structural: StructuralAnnotator, hooks: Hooks,
+                 rescan: Rescan) -> None:
+        self.annotator: ModelAnnotator | None = None
+        self.queue = AnnotationQueue()
+        self.task: asyncio.Task[None] | None = None
+        self.message: str | None = None
+        self.stopped: ModelError | None = None
+        """Why model work stopped (budget, refusal) until something changes."""
+        self.gave_up: set[str] = set()
+        """Content hashes the model answered without a usable annotation; not asked again."""
+        self.in_flight = 0
+        """Files taken from the queue whose annotation has not landed or gone back yet."""
+        self._skipped: str | None = None
+        """Why files of this drain were skipped, if any were."""
+        self._root = root
+        self._index = index
+        self._structural = structural
+        self._hooks = hooks
+        self._rescan = rescan
+
+    @property
+    def active(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    async def configure(self, settings: Settings, warnings: list[str]) -> None:
+        """Set up (or take down) model annotation from the settings; a writer's job."""
+        await self.retire()
+        model = settings.model
+        if model.model and not settings.privacy_mode and self._index.writable:
+            month_start = Budget.today()[:8] + "01"
+            budget = Budget(settings.budget, await self._index.usage.since(month_start),
+                            sink=self._record_usage)
+            try:
+                self.annotator = ModelAnnotator(ModelClient(model, budget))
+            except Exception as exc:  # e.g. a base URL the HTTP client rejects
+                log.error("model annotation is off: cannot use %s: %s", model.base_url or "the endpoint", exc)
+                warnings.append(f"model annotation is off: {exc}")
+            else:
+                log.info("model annotation on: %s", self.annotator.id)
+        self.queue = AnnotationQueue()
+        self.gave_up.clear()
+
+    async def retire(self) -> None:
+        """Stop work on the current model and close its client."""
+        retiring, self.annotator = self.annotator, None  # nothing may start on it meanwhile
+        task = self.task
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        if retiring is not None:
+            await retiring.client.close()
+        self.message = None
+        self.stopped = None
+
+    async def _record_usage(self, day: str, calls: int, failures: int, input_tokens: int,
+                            output_tokens: int) -> None:
+        if self.annotator is not None:
+            await self._index.usage.record(self.annotator.id, day, calls=calls, failures=failures,
+                                           input_tokens=input_tokens, output_tokens=output_tokens)
+
+    async def backlog(self) -> list[str]:
+        if self.annotator is None:
+            return []
+        return await self._index.annotations.backlog(self.annotator.id, machine=False)
+
+    def ensure_draining(self) -> None:
+        if self.annotator is not None and len(self.queue) and not self.active:
+            self.task = asyncio.create_task(self._drain(self.annotator), name="filescout-model")
+
+    async def _drain(self, model: ModelAnnotator) -> None:
+        """Annotate queued files until the queue is empty or the model cannot go on (budget
+        spent, endpoint refusing, or failing: then it waits and tries again)."""
+        reporter: ProgressReporter | None = None
+        done = 0
+        self._skipped = None
+        batch_size = MAX_FILES_PER_REQUEST * model.client.settings.concurrency
+        try:
+            while await self._may_go_on(model):
+                if reporter is not None and reporter.is_cancelled():  # the backlog, not the touched
+                    self.queue.clear_background()
+                batch = self.queue.pop(batch_size)
+                if not batch:
+                    self.message = self._skipped  # None when every request was answered
+                    return
+                self.in_flight = len(batch)
+                self.stopped = None
+                pending = [item for item in await self._index.annotations.pending(model.id, batch)
+                           if item.hash not in self.gave_up]
+                if not pending:
+                    continue
+                if reporter is None:
+                    reporter = await self._hooks.progress("model")
+                    reporter.begin(f"filescout: summarizing with {model.client.settings.model}",
+                                   f"{len(self.queue) + len(pending)} files")
+                saved, stop = await self._annotate(model, pending)
+                done += saved
+                if stop:
+                    return
+                self.in_flight = 0
+                total = done + len(self.queue)
+                reporter.report(f"{done}/{total} files", 100 * done // max(total, 1))
+        except Exception as exc:  # a defect, not the endpoint (those come back as ModelError)
+            log.exception("model annotation failed")
+            self.message = f"model annotation failed: {type(exc).__name__}: {exc}"
+        finally:
+            self.in_flight = 0
+            if reporter is not None:
+                reporter.end(f"{done} files summarized" + (f"; {self.message}" if self.message else ""))
+
+    async def _may_go_on(self, model: ModelAnnotator) -> bool:
+        """False when the endpoint cannot be used now; a server waits out an open circuit."""
+        while (reason := model.client.unavailable_reason()) is not None:
+            self.message = reason
+            if not (model.client.breaker.is_open and self._hooks.persistent):
+                log.warning("model annotation paused: %s", reason)
+                return False
+            await asyncio.sleep(model.client.breaker.seconds_left() + 0.05)
+        return True
+
+    async def _annotate(self, model: ModelAnnotator, pending: Sequence[PendingFile]) -> tuple[int, bool]:
+        """One batch: (annotations saved, whether model work must stop)."""
+        inputs = await self._inputs(pending)
+        annotations, error = await model.annotate(inputs)
+        saved = [(item.hash, annotation) for item, annotation in zip(inputs, annotations)
+                 if annotation is not None]
+        await self._index.annotations.save(model.id, saved, replace=True)
+        unanswered = [item for item, annotation in zip(inputs, annotations) if annotation is None]
+        if not isinstance(error, STOPPING_ERRORS):
+            # Answered, or this request itself was rejected (asking again would be rejected
+            # again): these files keep their structural annotation.
+            self.gave_up.update(item.hash for item in unanswered)
+            if error is not None:
+                log.warning("model annotation skipped %d files: %s", len(unanswered), error)
+                self.message = self._skipped = f"some files were skipped: {error}"
+            return len(saved), False
+        # Not this batch's fault: put back what is left and pause.
+        self.queue.extend([item.path for item in unanswered], NEIGHBOUR)
+        self.message = str(error)
+        if isinstance(error, (BudgetSpent, ModelRefused)):
+            log.warning("model annotation stopped: %s", error)
+            self.stopped = error
+            return len(saved), True
+        return len(saved), False
+
+    async def _inputs(self, pending: Sequence[PendingFile]) -> list[ModelInput]:
+        """What the model starts from: each file's text and its structural outline (made now
+        if the model got to the file first)."""
+        readable = await read_current(self._root, pending, self._rescan)
+        outlines: dict[str, Annotation] = await self._index.annotations.of(
+            self._structural.id, [item.hash for item in readable])
+        missing = [item for item in readable if item.hash not in outlines]
+        if missing:
+            computed = [(item.hash, annotation) for item, annotation in
+                        zip(missing, await self._structural.annotate(missing)) if annotation is not None]
+            await self._index.annotations.save(self._structural.id, computed, replace=False)
+            outlines.update(computed)
+        return [ModelInput(path=item.path, hash=item.hash, language=item.language, kind=item.kind,
+                           text=item.text, outline=outlines[item.hash])
+                for item in readable if item.hash in outlines]
+
+    async def close(self) -> None:
+        await self.retire()

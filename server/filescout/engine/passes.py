@@ -1,0 +1,283 @@
+"""Indexing passes: a scan of the workspace, stored in batches, followed by draining the
+annotation backlog it leaves; plus the small rescans that saves, watched changes and the
+quiet periodic check ask for."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import functools
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from filescout.config import CONFIG_FILE
+from filescout.engine.hooks import Hooks
+from filescout.engine.scheduler import Scheduler
+from filescout.engine.board import StatusBoard
+from filescout.engine.structural_worker import SCAN_SHARE, PassProgress
+from filescout.ignore import FILESCOUTIGNORE, IgnoreRules
+from filescout.index import Index
+from filescout.progress import NullProgress, ProgressReporter
+from filescout.records import KnownFile, ScanTotals
+from filescout.scan import Listing, ScanBatch, enumerate_files, scan, scan_paths
+from filescout.schedule import TOUCHED
+from filescout_protocol.types import Settings
+
+log = logging.getLogger(__name__)
+
+RULES_FINGERPRINT = "rules_fingerprint"
+RULE_FILES = frozenset({".gitignore", FILESCOUTIGNORE, CONFIG_FILE})
+HANDOFF_DEPTH = 4  # scan batches waiting for the event loop
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _settle(target: concurrent.futures.Future[Any], source: asyncio.Future[Any]) -> None:
+    """Pass an asyncio result on to a thread waiting on a concurrent future."""
+    if source.cancelled():
+        target.cancel()
+    elif (error := source.exception()) is not None:
+        target.set_exception(error)
+    else:
+        target.set_result(source.result())
+
+
+class Indexer:
+    def __init__(self, root: Path, settings: Settings, index: Index, scheduler: Scheduler,
+                 board: StatusBoard, hooks: Hooks) -> None:
+        self.root = root
+        self.settings = settings
+        self.task: asyncio.Task[None] | None = None
+        self._index = index
+        self._scheduler = scheduler
+        self._board = board
+        self._hooks = hooks
+        self._rules: IgnoreRules | None = None
+        self._git_mode = False
+
+    @property
+    def idle(self) -> bool:
+        return self.task is None or self.task.done()
+
+    def start(self, kind: str = "index", *, quiet: bool = False) -> asyncio.Future[ScanTotals]:
+        """Start a full pass in the background, replacing any pass under way. The future
+        resolves once the scan is stored. `kind` names the progress shown in the editor; a
+        quiet pass shows none."""
+        scanned: asyncio.Future[ScanTotals] = asyncio.get_running_loop().create_future()
+        # The caller may not wait for the scan; a failure is logged by the pass itself.
+        scanned.add_done_callback(lambda future: future.cancelled() or future.exception())
+        if self._board.closed or not self._index.writable:
+            scanned.cancel()
+            return scanned
+        previous = self.task
+        if previous is not None and not previous.done():
+            previous.cancel()
+        self.task = asyncio.create_task(self._run(kind, quiet, scanned, previous),
+                                        name=f"filescout-{kind}")
+        return scanned
+
+    async def _run(self, kind: str, quiet: bool, scanned: asyncio.Future[ScanTotals],
+                   previous: asyncio.Task[None] | None) -> None:
+        if previous is not None:
+            await asyncio.gather(previous, return_exceptions=True)
+        reporter: ProgressReporter = NullProgress() if quiet else await self._hooks.progress(kind)
+        reporter.begin("filescout: indexing", "scanning files")
+        progress = self._scheduler.structural.progress = PassProgress(reporter)
+        board = self._board
+        board.in_pass = True
+        outcome = "indexing cancelled"
+        board.last_error = None
+        try:
+            result = await self._scan(reporter)
+            if not scanned.done():
+                scanned.set_result(result)
+            progress.annotated = 0
+            board.set_phase("annotating")  # the index matches the disk: ready
+            await self._scheduler.after_scan()
+            await asyncio.shield(self._scheduler.structural.task)  # type: ignore[arg-type]  # started just above
+            if reporter.is_cancelled():
+                raise asyncio.CancelledError
+            outcome = f"{result.files} files indexed, {progress.annotated} annotated"
+            if board.last_error:
+                outcome += f"; {board.last_error}"
+            board.in_pass = False
+            board.set_phase("idle", outcome)
+        except asyncio.CancelledError:
+            board.in_pass = False
+            board.set_phase("idle", outcome)
+            if not scanned.done():
+                scanned.cancel()
+            raise
+        except Exception as exc:
+            log.exception("indexing failed")
+            board.last_error = f"{type(exc).__name__}: {exc}"
+            outcome = f"indexing failed: {board.last_error}"
+            board.in_pass = False
+            board.set_phase("failed", outcome)
+            if not scanned.done():
+                scanned.set_exception(exc)
+        finally:
+            reporter.end(outcome)
+            if self._scheduler.structural.progress is progress:
+                self._scheduler.structural.progress = PassProgress()
+
+    def ignore_rules(self) -> IgnoreRules:
+        excludes = list(self.settings.exclude)
+        try:
+            db_relative = self._index.path.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            pass
+        else:  # an index kept inside the workspace must not index itself
+            excludes += [f"/{db_relative}", f"/{db_relative}-wal", f"/{db_relative}-shm",
+                         f"/{db_relative}.lock"]
+        return IgnoreRules.for_workspace(self.root, excludes, self.settings.include)
+
+    async def _scan(self, reporter: ProgressReporter) -> ScanTotals:
+        """Stream the scan's batches from a worker thread into the index, so hashing and
+        database writes overlap."""
+        started = time.perf_counter()
+        # Load the index's view while git lists the tree: both mostly wait on other threads.
+        known_ready: concurrent.futures.Future[dict[str, KnownFile]] = concurrent.futures.Future()
+        loading = asyncio.ensure_future(self._index.files.known())
+        loading.add_done_callback(functools.partial(_settle, known_ready))
+        self._board.set_phase("scanning")  # after the load: its counts query must not go first
+        rules = self.ignore_rules()
+        # Indexed files passed filescout's rules when they were indexed; while the rules are the
+        # same, they need not be checked again. A pass under new rules that does not finish
+        # leaves no fingerprint, so the next one checks everything.
+        same_rules = await self._index.meta.get(RULES_FINGERPRINT) == rules.fingerprint
+        if not same_rules:
+            await self._index.meta.set(RULES_FINGERPRINT, "")
+        producer = ScanProducer(self, rules, known_ready, same_rules, reporter)
+        try:
+            totals = await producer.store_batches(self._index, self._scheduler.current)
+        finally:
+            loading.cancel()
+            await asyncio.gather(loading, return_exceptions=True)
+        if totals.changed or totals.removed:
+            await self._index.contents.drop_orphans()
+        await self._index.meta.set("last_scan", utc_now())
+        await self._index.meta.set(RULES_FINGERPRINT, rules.fingerprint)
+        totals = dataclasses.replace(totals, files=await self._index.files.count(),
+                                     elapsed_ms=int((time.perf_counter() - started) * 1000))
+        log.info("scan: %d files, %d new, %d changed, %d removed (%d renamed), %d unchanged in %d ms",
+                 totals.files, totals.added, totals.changed, totals.removed, totals.renamed,
+                 totals.unchanged, totals.elapsed_ms)
+        return totals
+
+    def listed(self, listing: Listing, rules: IgnoreRules) -> None:
+        """Remember how the last full scan listed the tree, for rescans of single paths."""
+        self._rules, self._git_mode = rules, listing.source == "git"
+
+    async def refresh(self, paths: Sequence[str]) -> ScanBatch | None:
+        """Re-examine files the editor reports as saved, created, changed or deleted; what
+        changed is re-annotated first. A changed ignore or config file triggers a full pass."""
+        if not self._index.writable:
+            return None
+        if any(path.rpartition("/")[2] in RULE_FILES for path in paths):
+            self.start("index")
+            return None
+        # git applies its own rules, so the current settings' rules are complete; a walk's rules
+        # carry the .gitignore files it found, so those are kept until the next walk.
+        rules = self.ignore_rules() if self._git_mode or self._rules is None else self._rules
+        known = await self._index.files.known_among(paths)
+        batch = await asyncio.to_thread(
+            scan_paths, self.root, paths, known, rules, git_mode=self._git_mode,
+            max_file_size=self.settings.max_file_size)
+        if batch.changed or batch.removed:
+            await self._index.files.apply_changes(batch.changed, batch.removed,
+                                                  current=self._scheduler.current)
+            self._scheduler.queue([item.path for item in batch.changed], TOUCHED)
+            self._scheduler.ensure_draining()
+        return batch
+
+    async def reconcile_every(self, interval: float) -> None:
+        """Rescan quietly every `interval` seconds, for changes no editor reported."""
+        if interval <= 0:
+            return
+        while not self._board.closed:
+            await asyncio.sleep(interval)
+            if self.idle and self._index.writable:
+                self.start("index", quiet=True)
+
+
+class ScanProducer:
+    """The scan in a worker thread, handing batches to the event loop through a bounded
+    queue; the event loop writes each batch in one transaction while the thread hashes the
+    next."""
+
+    def __init__(self, indexer: Indexer, rules: IgnoreRules,
+                 known: concurrent.futures.Future[dict[str, KnownFile]], same_rules: bool,
+                 reporter: ProgressReporter) -> None:
+        self._indexer = indexer
+        self._rules = rules
+        self._known = known
+        self._same_rules = same_rules
+        self._reporter = reporter
+        self._loop = asyncio.get_running_loop()
+        self._stop = threading.Event()
+        self._batches: asyncio.Queue[ScanBatch | BaseException | None] = asyncio.Queue(HANDOFF_DEPTH)
+
+    async def store_batches(self, index: Index, current: str) -> ScanTotals:
+        producer = self._loop.run_in_executor(None, self._produce)
+        totals = ScanTotals()
+        try:
+            while (item := await self._batches.get()) is not None:
+                if isinstance(item, InterruptedError):
+                    raise asyncio.CancelledError
+                if isinstance(item, BaseException):
+                    raise item
+                renamed = await index.files.apply_changes(item.changed, item.removed, current=current)
+                totals = dataclasses.replace(
+                    totals, added=totals.added + item.added,
+                    changed=totals.changed + len(item.changed) - item.added,
+                    removed=totals.removed + len(item.removed), renamed=totals.renamed + renamed,
+                    unchanged=totals.unchanged + item.unchanged)
+        finally:
+            self._stop.set()
+            while not self._batches.empty():  # unblock a producer waiting to hand over
+                self._batches.get_nowait()
+            await asyncio.gather(producer, return_exceptions=True)
+        return totals
+
+    def _produce(self) -> None:
+        indexer = self._indexer
+        try:
+            listing = enumerate_files(indexer.root, self._rules,
+                                      self._known.result if self._same_rules else None)
+            indexer.listed(listing, self._rules)
+            for batch in scan(indexer.root, self._known.result(), listing,
+                              max_file_size=indexer.settings.max_file_size,
+                              progress=self._on_progress, is_cancelled=self._cancelled):
+                self._handoff(batch)
+            self._handoff(None)
+        except BaseException as exc:  # handed to the event loop, which re-raises it
+            if not self._stop.is_set():
+                self._handoff(exc)
+
+    def _cancelled(self) -> bool:
+        return self._stop.is_set() or self._reporter.is_cancelled()
+
+    def _on_progress(self, done: int, total: int) -> None:
+        percentage = SCAN_SHARE * done // total if total else 0
+        self._loop.call_soon_threadsafe(self._reporter.report, f"scanning {done}/{total} files",
+                                        percentage)
+
+    def _handoff(self, item: ScanBatch | BaseException | None) -> None:
+        future = asyncio.run_coroutine_threadsafe(self._batches.put(item), self._loop)
+        while True:
+            try:
+                future.result(timeout=0.1)
+                return
+            except concurrent.futures.TimeoutError:
+                if self._stop.is_set():  # nobody will take it: the pass is over
+                    future.cancel()
+                    raise InterruptedError("scan abandoned") from None

@@ -1,0 +1,257 @@
+"""The engine's face: one workspace and every operation on it. The LSP handlers, the CLI and
+the MCP tools each make one call here; this is where plain records become protocol Structs."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from filescout import __version__
+from filescout.config import db_path_for, load_settings
+from filescout.engine.answers import FindUpdate
+from filescout.engine.background import Background
+from filescout.engine.board import StatusBoard
+from filescout.engine.hooks import Hooks
+from filescout.engine.listing import FileListing, file_item
+from filescout.engine.passes import Indexer
+from filescout.engine.roles import Role, Roles
+from filescout.engine.scheduler import Scheduler
+from filescout.engine.status import model_status
+from filescout.errors import InvalidParams, WorkspaceUnavailable
+from filescout.index import Index
+from filescout.paths import to_relative
+from filescout.relevance.filters import PathFilter
+from filescout.relevance.find import Question, find
+from filescout.schedule import BACKGROUND
+from filescout_protocol.types import (
+    PROTOCOL_VERSION,
+    FileItem,
+    FindRelevantParams,
+    FindRelevantResult,
+    GetFilesPage,
+    GetFilesParams,
+    IndexPhase,
+    ModelStatus,
+    ReindexResult,
+    RelevanceOptions,
+    Settings,
+    StatusResult,
+)
+
+log = logging.getLogger(__name__)
+
+RETURNED_ACCESS_COUNT = 3
+RETURNED_ACCESS_WEIGHT = 0.25
+
+
+class Workspace:
+    """The engine for one workspace root."""
+
+    def __init__(self, root: Path, settings: Settings, roles: Roles, warnings: list[str],
+                 hooks: Hooks) -> None:
+        self.root = root
+        self.settings = settings
+        self.warnings = warnings
+        self._roles = roles
+        self._index: Index = roles.index
+        self._background = Background()
+        self._board = StatusBoard(self._index, hooks.on_status, self._background,
+                                  lambda: self._scheduler.current)
+        self._scheduler = Scheduler(root, roles, self._board, self._background, hooks,
+                                    rescan=lambda paths: self._background.spawn(self._indexer.refresh(paths)))
+        self._indexer = Indexer(root, settings, self._index, self._scheduler, self._board, hooks)
+        self._listing = FileListing(root, self._index)
+
+    @classmethod
+    async def open(cls, root: Path, editor_settings: Mapping[str, Any] | None = None,
+                   env: Mapping[str, str] = os.environ, hooks: Hooks | None = None) -> Workspace:
+        root = root.expanduser().resolve()
+        if not root.is_dir():
+            raise WorkspaceUnavailable(f"workspace root {root} is not a directory")
+        loaded = load_settings(root, editor_settings, env)
+        for warning in loaded.warnings:
+            log.warning("%s", warning)
+        roles = await Roles.acquire(db_path_for(root, loaded.settings, env), loaded.warnings)
+        workspace = cls(root, loaded.settings, roles, loaded.warnings, hooks or Hooks())
+        if roles.role == "writer":
+            await workspace._scheduler.model.configure(workspace.settings, workspace.warnings)
+        else:
+            workspace._background.spawn(roles.wait_for_takeover(workspace._became_writer,
+                                                                closed=lambda: workspace._board.closed))
+        return workspace
+
+    async def _became_writer(self) -> None:
+        try:
+            await self._scheduler.model.configure(self.settings, self.warnings)
+        except Exception:  # index without the model rather than no index at all
+            log.exception("model annotation could not be set up")
+        self.start_indexing("index")
+
+    @property
+    def role(self) -> Role:
+        return self._roles.role
+
+    @property
+    def writer_pid(self) -> int | None:
+        return self._roles.writer_pid()
+
+    @property
+    def phase(self) -> IndexPhase:
+        return self._board.phase
+
+    @property
+    def last_error(self) -> str | None:
+        return self._board.last_error
+
+    async def reconfigure(self, editor_settings: Mapping[str, Any] | None) -> tuple[list[str], bool]:
+        """Apply new editor settings. Returns the warnings and whether the index must be
+        rescanned because what belongs in it changed; a changed model or budget takes effect
+        at once."""
+        loaded = load_settings(self.root, editor_settings)
+        old, self.settings = self.settings, loaded.settings
+        self._indexer.settings = self.settings
+        warnings = list(loaded.warnings)
+        if db_path_for(self.root, self.settings) != self._index.path:
+            warnings.append("dbPath changes take effect when the server restarts")
+        rescan = (old.exclude, old.include, old.max_file_size) != (
+            self.settings.exclude, self.settings.include, self.settings.max_file_size)
+        if (old.model, old.budget, old.privacy_mode) != (
+                self.settings.model, self.settings.budget, self.settings.privacy_mode):
+            model = self._scheduler.model
+            await model.configure(self.settings, warnings)
+            if model.annotator is not None and not rescan:
+                model.queue.extend(await model.backlog(), BACKGROUND)
+                self._scheduler.ensure_draining()
+        return warnings, rescan
+
+    async def close(self) -> None:
+        self._board.closed = True
+        await self._background.cancel_all(self._indexer.task, *self._scheduler.tasks)
+        await self._scheduler.model.close()
+        await self._roles.close()
+
+    def stop_threads(self) -> None:
+        """Last resort when the event loop is gone (the client vanished without shutdown)."""
+        self._index.stop_threads()
+
+    # -- indexing --------------------------------------------------------------------------
+
+    def start_indexing(self, kind: str = "index", *, quiet: bool = False) -> None:
+        """Start a full pass (scan, then annotate what changed) in the background."""
+        self._indexer.start(kind, quiet=quiet)
+
+    async def reindex(self) -> ReindexResult:
+        """Rescan now; returns once the scan is stored (annotation continues)."""
+        self._roles.require_writer("reindex")
+        totals = await self._indexer.start("reindex")
+        return ReindexResult(added=totals.added, changed=totals.changed, removed=totals.removed,
+                             renamed=totals.renamed, unchanged=totals.unchanged,
+                             files=totals.files, elapsed_ms=totals.elapsed_ms)
+
+    async def wait_idle(self) -> None:
+        """Wait until the current pass and the annotation backlogs are done (each may start
+        the next, so look again until none runs)."""
+        while running := [task for task in (self._indexer.task, *self._scheduler.tasks)
+                          if task is not None and not task.done()]:
+            await asyncio.gather(*running, return_exceptions=True)
+
+    async def start_reconciling(self, interval: float) -> None:
+        """Rescan quietly every `interval` seconds, for changes no editor reported."""
+        await self._indexer.reconcile_every(interval)
+
+    # -- access and change signals ---------------------------------------------------------
+
+    def _relative_paths(self, values: Sequence[str], field: str = "paths") -> list[str]:
+        paths = [to_relative(self.root, value, field=f"{field}[{index}]")
+                 for index, value in enumerate(values)]
+        return [path for path in dict.fromkeys(paths) if path]
+
+    async def touch(self, values: Sequence[str], *, weight: float = 1.0, record: bool = True) -> None:
+        """A client used these files: annotate them first, and remember the access."""
+        if paths := self._relative_paths(values):
+            await self._scheduler.touch(paths, weight=weight, record=record)
+
+    async def refresh(self, values: Sequence[str]) -> None:
+        """Re-examine files the editor reports as saved, created, changed or deleted."""
+        await self._indexer.refresh(self._relative_paths(values))
+
+    async def annotate_now(self, values: Sequence[str], *, timeout: float) -> list[FileItem]:
+        """Annotate these files before anything else and answer once they show the current
+        annotator's annotation (or when `timeout` runs out, with what they show then)."""
+        self._roles.require_writer("annotate")
+        paths = self._relative_paths(values)
+        existing = await self._index.files.existing(paths)
+        missing = sorted(set(paths) - set(existing))
+        if missing:
+            raise InvalidParams(f"paths: not in the index: {', '.join(missing[:5])}")
+        await self._scheduler.touch(existing, weight=1.0, record=True)
+        entries = await self._scheduler.wait_annotated(existing, timeout=timeout)
+        return [file_item(entries[path]) for path in existing if path in entries]
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def stream_files(self, params: GetFilesParams) -> AsyncIterator[list[FileItem]]:
+        """Every matching file, in batches of `params.batch_size`."""
+        return self._listing.stream(params, current=self._scheduler.current)
+
+    async def files_page(self, params: GetFilesParams) -> GetFilesPage:
+        return await self._listing.page(params, current=self._scheduler.current)
+
+    def _question(self, params: FindRelevantParams) -> Question:
+        if not params.query.strip():
+            raise InvalidParams("query: must not be blank")
+        scope = params.scope
+        options = params.options or RelevanceOptions()
+        path_filter = PathFilter.build(self.root, scope.globs if scope else [],
+                                       scope.paths if scope else [], field_prefix="scope.")
+        return Question(text=params.query, limit=params.limit, scope=path_filter,
+                        use_model=options.use_model, max_model_calls=options.max_model_calls,
+                        max_tokens=options.max_tokens, candidates=options.candidates,
+                        select_tags=options.select_tags)
+
+    async def find_relevant_stream(self, params: FindRelevantParams) -> AsyncIterator[FindUpdate]:
+        """The stages of findRelevant as they complete; the last update is `done`."""
+        question = self._question(params)
+        model = self._scheduler.model.annotator
+        client = model.client if model is not None else None
+        async for update in find(self._index, question, client, current=self._scheduler.current):
+            if update.done and update.items:
+                await self._scheduler.returned([item.entry.path for item in update.items],
+                                               weight=RETURNED_ACCESS_WEIGHT,
+                                               recorded=RETURNED_ACCESS_COUNT)
+            yield FindUpdate.of(update)
+
+    async def find_relevant(self, params: FindRelevantParams) -> FindRelevantResult:
+        async for update in self.find_relevant_stream(params):
+            if update.done:
+                return update.result()
+        raise AssertionError("the relevance stages ended without an answer")
+
+    async def status(self) -> StatusResult:
+        current = self._scheduler.current
+        by_status, by_kind = await self._index.files.counts(current=current)
+        return StatusResult(
+            protocol_version=PROTOCOL_VERSION,
+            server_version=__version__,
+            root=str(self.root),
+            db_path=str(self._index.path),
+            phase=self._board.phase,
+            files=sum(by_status.values()),
+            by_status=by_status,
+            by_kind=by_kind,
+            annotator=current,
+            last_scan=await self._index.meta.get("last_scan"),
+            role=self.role,
+            writer_pid=self.writer_pid,
+            queued=len(self._scheduler.structural.queue),
+            model=await self.model_status(),
+            last_error=self._board.last_error,
+        )
+
+    async def model_status(self) -> ModelStatus:
+        return await model_status(self._scheduler.model, self.settings, self._index,
+                                  self._scheduler.structural.id)

@@ -1,0 +1,68 @@
+"""The SQLite index of one workspace, one room per concern.
+
+`Index` is a handle on the rooms; each writes only its own tables:
+
+    database    connections, transactions, migrations (schema.py holds the history)
+    catalogue   files: one row per file, the annotation it shows, listings
+    annotations annotations by (content hash, annotator)
+    search      files_fts (what describes a file) and the content index (contents, body_fts)
+    access      frecency of use
+    usage       model calls and tokens per day
+    meta        small facts about the index itself
+
+Nothing here knows the wire protocol: rooms take and return plain records (`filescout.records`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from filescout.index.access import AccessLog
+from filescout.index.annotations import Annotations
+from filescout.index.catalogue import Catalogue, FileFilter
+from filescout.index.database import Database, IndexUnusable
+from filescout.index.meta import Meta
+from filescout.index.search import ContentIndex, DescriptionIndex
+from filescout.index.usage import UsageLog
+
+__all__ = ["FileFilter", "Index", "IndexUnusable"]
+
+
+class Index:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.files = Catalogue(db)
+        self.annotations = Annotations(db)
+        self.descriptions = DescriptionIndex(db)
+        self.contents = ContentIndex(db)
+        self.access = AccessLog(db)
+        self.usage = UsageLog(db)
+        self.meta = Meta(db)
+
+    @classmethod
+    async def open(cls, path: Path) -> Index:
+        """Open (creating if needed) for writing; IndexUnusable for a foreign or newer file."""
+        return cls(await Database.open(path))
+
+    @classmethod
+    async def open_readonly(cls, path: Path) -> Index:
+        """Open an index another process writes."""
+        return cls(await Database.open_readonly(path))
+
+    @property
+    def path(self) -> Path:
+        return self.db.path
+
+    @property
+    def writable(self) -> bool:
+        return self.db.writable
+
+    async def become_writer(self, writer: Index) -> None:
+        """Serve from `writer`'s connections from now on (this process took the lock)."""
+        await self.db.adopt(writer.db)
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    def stop_threads(self) -> None:
+        self.db.stop_threads()

@@ -1,0 +1,215 @@
+"""Connections, transactions and migrations.
+
+An aiosqlite writer owns every transaction, and two query-only readers answer requests, so a
+request reads a consistent WAL snapshot while indexing writes, and a question's two full-text
+searches run side by side (one on each reader).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import AsyncIterator, Awaitable, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import aiosqlite
+import msgspec
+
+from filescout.index.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, statements
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 5000
+# Page caches. The default 2 MB makes every question reread the full-text indexes; the writer
+# mostly appends, so it gets less. The three together bound the index's share of memory.
+READER_CACHE_KIB = 16_000
+WRITER_CACHE_KIB = 8_000
+
+_encode = msgspec.json.encode
+
+
+def json_list(values: Iterable[object]) -> str:
+    """A JSON array for `json_each(?)`: one bound parameter however many values, so no
+    statement grows with its input."""
+    return _encode(list(values)).decode()
+
+
+class IndexUnusable(Exception):
+    """The file exists but is not a filescout index this version can use."""
+
+
+class Database:
+    """The three connections of one index file."""
+
+    def __init__(self, path: Path, writer: aiosqlite.Connection | None,
+                 reader: aiosqlite.Connection, content_reader: aiosqlite.Connection) -> None:
+        self.path = path
+        self._writer = writer
+        self.reader = reader
+        self.content_reader = content_reader
+        """A second reader, so the two full-text searches of a question run side by side."""
+        self._write_lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: Path) -> Database:
+        """Open (creating if needed) the index at `path` for writing. Raises IndexUnusable for
+        a file that is not a filescout index of a version this code understands."""
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not path.exists():
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+        writer = await aiosqlite.connect(path, isolation_level=None)
+        readers: list[aiosqlite.Connection] = []
+        try:
+            await _configure(writer, WRITER_CACHE_KIB)
+            await _migrate(writer)
+            readers.append(await _open_reader(path))
+            readers.append(await _open_reader(path))
+        except BaseException:
+            for connection in (writer, *readers):
+                await connection.close()
+            raise
+        return cls(path, writer, *readers)
+
+    @classmethod
+    async def open_readonly(cls, path: Path) -> Database:
+        """Open an index another process writes. Raises IndexUnusable until that process has
+        created it at this version."""
+        if not path.exists():
+            raise IndexUnusable("the index does not exist yet")
+        readers = [await _open_reader(path)]
+        try:
+            version = await _schema_version(readers[0])
+            if version != SCHEMA_VERSION:
+                raise IndexUnusable(f"index schema {version}, this filescout reads {SCHEMA_VERSION}")
+            readers.append(await _open_reader(path))
+        except BaseException:
+            for connection in readers:
+                await connection.close()
+            raise
+        return cls(path, None, *readers)
+
+    @property
+    def writable(self) -> bool:
+        return self._writer is not None
+
+    @property
+    def _connections(self) -> tuple[aiosqlite.Connection | None, ...]:
+        return (self.content_reader, self.reader, self._writer)
+
+    async def adopt(self, other: Database) -> None:
+        """Take over `other`'s connections (a reader becoming the writer), closing ours: every
+        room keeps its reference to this object and sees the new connections at once."""
+        async with self._write_lock:
+            previous = self._connections
+            self._writer, self.reader, self.content_reader = (
+                other._writer, other.reader, other.content_reader)
+        for connection in previous:
+            if connection is not None:
+                await _close_quietly(connection, self.path)
+
+    async def close(self) -> None:
+        async with self._write_lock:
+            for connection in self._connections:
+                if connection is not None:
+                    await _close_quietly(connection, self.path)
+
+    def stop_threads(self) -> None:
+        """Last-resort shutdown when no event loop is left: aiosqlite's worker threads are not
+        daemons and would keep the process alive."""
+        for connection in self._connections:
+            # aiosqlite has no public "is running" check; `_running` is what stop() itself reads.
+            if connection is not None and connection._running:  # noqa: SLF001
+                connection.stop()
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction; COMMIT or ROLLBACK runs even if the caller is cancelled."""
+        writer = self._writer
+        if writer is None:
+            raise RuntimeError("this process serves reads only; another one writes the index")
+        async with self._write_lock:
+            try:
+                await _to_completion(writer.execute("BEGIN IMMEDIATE"))
+                yield writer
+            except BaseException:
+                if writer.in_transaction:
+                    await _to_completion(writer.execute("ROLLBACK"))
+                raise
+            await _to_completion(writer.execute("COMMIT"))
+
+
+async def _to_completion(statement: Awaitable[object]) -> None:
+    """Run a transaction statement to its end even if the caller is cancelled meanwhile (the
+    cancellation is raised afterwards): a BEGIN that runs after its caller gave up would leave
+    the connection inside a transaction nobody ends."""
+    task = asyncio.ensure_future(statement)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        raise
+
+
+async def _close_quietly(connection: aiosqlite.Connection, path: Path) -> None:
+    try:
+        await connection.close()
+    except Exception:  # closing twice, or a dead thread: nothing left to save
+        log.debug("closing %s", path, exc_info=True)
+
+
+async def _configure(db: aiosqlite.Connection, cache_kib: int) -> None:
+    await db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    await db.execute("PRAGMA journal_mode = WAL")
+    await db.execute("PRAGMA synchronous = NORMAL")
+    await db.execute("PRAGMA foreign_keys = ON")
+    await db.execute("PRAGMA temp_store = MEMORY")
+    await db.execute(f"PRAGMA cache_size = -{cache_kib}")
+
+
+async def _open_reader(path: Path) -> aiosqlite.Connection:
+    reader = await aiosqlite.connect(path, isolation_level=None)
+    try:
+        await _configure(reader, READER_CACHE_KIB)
+        await reader.execute("PRAGMA query_only = ON")
+    except BaseException:
+        await reader.close()
+        raise
+    return reader
+
+
+async def _schema_version(db: aiosqlite.Connection) -> int:
+    """0 for an empty file; raises IndexUnusable for anything that is not a filescout index."""
+    (app_id,), = await db.execute_fetchall("PRAGMA application_id")
+    tables = {row[0] for row in await db.execute_fetchall(
+        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if app_id == 0 and not tables:
+        return 0
+    if app_id != APPLICATION_ID or "schema_version" not in tables:
+        raise IndexUnusable("not a filescout index")
+    rows = list(await db.execute_fetchall("SELECT version FROM schema_version"))
+    return int(rows[0][0]) if rows else 0
+
+
+async def _migrate(db: aiosqlite.Connection) -> None:
+    version = await _schema_version(db)
+    if version > SCHEMA_VERSION:
+        raise IndexUnusable(f"index schema {version} is newer than this filescout ({SCHEMA_VERSION})")
+    if version == SCHEMA_VERSION:
+        return
+    await db.execute("BEGIN IMMEDIATE")
+    try:
+        if version == 0:
+            await db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            await db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+            await db.execute("INSERT INTO schema_version(version) VALUES (0)")
+        for step in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in statements(MIGRATIONS[step]):
+                await db.execute(statement)
+            await db.execute("UPDATE schema_version SET version = ?", (step,))
+            log.info("index schema migrated to version %d", step)
+    except BaseException:
+        await db.execute("ROLLBACK")
+        raise
+    await db.execute("COMMIT")

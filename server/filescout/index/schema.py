@@ -1,0 +1,95 @@
+"""The index's tables, as a history of migrations. Each room of the index package owns (writes)
+some of these tables; the history stays in one place because a version is one step for all."""
+
+from __future__ import annotations
+
+APPLICATION_ID = 0x46534354  # "FSCT": marks a SQLite file as a filescout index
+SCHEMA_VERSION = 5
+
+MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE files (
+        id INTEGER PRIMARY KEY,
+        path TEXT NOT NULL UNIQUE,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        hash TEXT NOT NULL,
+        language TEXT,
+        kind TEXT NOT NULL,
+        sensitive INTEGER NOT NULL DEFAULT 0,
+        annotator TEXT
+    );
+    CREATE INDEX files_by_hash ON files(hash);
+    CREATE TABLE annotations (
+        hash TEXT NOT NULL,
+        annotator TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        tags TEXT NOT NULL,
+        symbols TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (hash, annotator)
+    ) WITHOUT ROWID;
+    CREATE VIRTUAL TABLE files_fts USING fts5(
+        path, symbols, summary, tags,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    """,
+    2: """
+    ALTER TABLE files ADD COLUMN skip_reason TEXT;
+    UPDATE files SET skip_reason = CASE
+        WHEN sensitive THEN 'sensitive'
+        WHEN kind IN ('binary', 'generated') THEN kind
+    END;
+    ALTER TABLE files DROP COLUMN sensitive;
+    CREATE TABLE access (
+        path TEXT PRIMARY KEY,
+        count INTEGER NOT NULL,
+        last_access REAL NOT NULL,
+        rank REAL NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX access_by_rank ON access(rank);
+    """,
+    3: """
+    ALTER TABLE annotations ADD COLUMN imports TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE annotations ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE annotations ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE usage (
+        day TEXT NOT NULL,
+        annotator TEXT NOT NULL,
+        calls INTEGER NOT NULL DEFAULT 0,
+        failures INTEGER NOT NULL DEFAULT 0,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (day, annotator)
+    ) WITHOUT ROWID;
+    """,
+    4: """
+    CREATE INDEX files_unannotated ON files(path) WHERE annotator IS NULL AND skip_reason IS NULL;
+    CREATE INDEX files_by_annotator ON files(annotator);
+    """,
+    5: """
+    ALTER TABLE files ADD COLUMN summary TEXT NOT NULL DEFAULT '';
+    ALTER TABLE files ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';
+    UPDATE files SET summary = a.summary, tags = a.tags FROM annotations AS a
+        WHERE a.hash = files.hash AND a.annotator = files.annotator;
+    CREATE TABLE contents (
+        id INTEGER PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        words BLOB NOT NULL
+    );
+    CREATE VIRTUAL TABLE body_fts USING fts5(
+        body,
+        content = '',
+        tokenize = 'unicode61 remove_diacritics 2'
+    );
+    CREATE VIRTUAL TABLE body_terms USING fts5vocab(body_fts, 'row');
+    """,
+}
+
+
+def statements(script: str) -> list[str]:
+    return [statement.strip() for statement in script.split(";") if statement.strip()]

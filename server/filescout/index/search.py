@@ -1,0 +1,139 @@
+"""The two full-text indexes: what describes a file, and what its content says.
+
+`files_fts` holds each file's path words, symbols, summary and tags (rebuilt when the file or
+the annotation it shows changes). `body_fts` holds content words once per content hash (copies
+and renames share them); it is contentless — a third of the size of an FTS5 table that keeps the
+text, as fast to query — so the words also go in `contents`, compressed, because removing a row
+from such an index means naming the words it was indexed with.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Sequence
+
+import aiosqlite
+import msgspec
+
+from filescout.index.database import Database, json_list
+from filescout.records import SearchHit
+from filescout.text import join_words, path_words
+
+_decode_list = msgspec.json.Decoder(list[str]).decode
+
+DescriptionWeights = tuple[float, float, float, float]
+"""BM25 column weights: path words, symbols, summary, tags."""
+
+
+class DescriptionIndex:
+    """`files_fts`: BM25 over what describes each file."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    @staticmethod
+    async def refresh(db: aiosqlite.Connection, paths: Iterable[str]) -> None:
+        """Inside a transaction: rebuild the rows of `paths` from the files' rows and the
+        annotations they show."""
+        rows = await db.execute_fetchall(
+            """
+            SELECT f.id, f.path, COALESCE(a.symbols, '[]'), f.summary, f.tags
+            FROM files AS f
+            LEFT JOIN annotations AS a ON a.hash = f.hash AND a.annotator = f.annotator
+            WHERE f.path IN (SELECT value FROM json_each(?))
+            """, (json_list(paths),))
+        await db.executemany("DELETE FROM files_fts WHERE rowid = ?", [(row[0],) for row in rows])
+        await db.executemany(
+            "INSERT INTO files_fts(rowid, path, symbols, summary, tags) VALUES (?, ?, ?, ?, ?)",
+            [
+                (file_id, path_words(path), join_words(_decode_list(symbols)), summary,
+                 join_words(_decode_list(tags)))
+                for file_id, path, symbols, summary, tags in rows
+            ],
+        )
+
+    @staticmethod
+    async def forget(db: aiosqlite.Connection, gone: str) -> None:
+        """Inside a transaction, before the files' rows go: drop the rows of the paths in the
+        JSON array `gone`."""
+        await db.execute(
+            "DELETE FROM files_fts WHERE rowid IN (SELECT id FROM files WHERE path IN "
+            "(SELECT value FROM json_each(?)))", (gone,))
+
+    async def search(self, match: str, *, limit: int, weights: DescriptionWeights) -> list[SearchHit]:
+        """BM25 with column weights (SQLite ranks lower-is-better; returned as a positive
+        score, higher is better)."""
+        rows = await self._db.reader.execute_fetchall(
+            f"""
+            SELECT f.path, hit.score, f.kind, ac.rank FROM (
+                SELECT rowid, bm25(files_fts, {', '.join(str(float(w)) for w in weights)}) AS score
+                FROM files_fts WHERE files_fts MATCH ? ORDER BY score LIMIT ?
+            ) AS hit JOIN files AS f ON f.id = hit.rowid
+            LEFT JOIN access AS ac ON ac.path = f.path
+            """,
+            (match, limit),
+        )
+        return [SearchHit(path, -score, kind, rank) for path, score, kind, rank in rows]
+
+
+class ContentIndex:
+    """`contents` and `body_fts`: BM25 over content words, once per content hash."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    @staticmethod
+    async def store(db: aiosqlite.Connection, bodies: Sequence[tuple[str, str]]) -> None:
+        """Inside a transaction: index the words of contents not indexed yet."""
+        rows = await db.execute_fetchall(
+            "SELECT hash FROM contents WHERE hash IN (SELECT value FROM json_each(?))",
+            (json_list(digest for digest, _ in bodies),))
+        present = {row[0] for row in rows}
+        fresh = {digest: body for digest, body in bodies if digest not in present}
+        if not fresh:
+            return
+        # Two statements for the whole batch; the generator is consumed, and the words
+        # compressed, on the connection's thread rather than the event loop's.
+        await db.executemany("INSERT INTO contents(hash, words) VALUES (?, ?)",
+                             ((digest, zlib.compress(body.encode(), 6)) for digest, body in fresh.items()))
+        await db.executemany("INSERT INTO body_fts(rowid, body) SELECT id, ? FROM contents WHERE hash = ?",
+                             [(body, digest) for digest, body in fresh.items()])
+
+    async def drop_orphans(self) -> int:
+        """Forget the words of contents no file has any more (after deletions and edits)."""
+        async with self._db.transaction() as db:
+            rows = list(await db.execute_fetchall(
+                "SELECT id, words FROM contents WHERE hash NOT IN (SELECT hash FROM files)"))
+            if rows:
+                await db.executemany(
+                    "INSERT INTO body_fts(body_fts, rowid, body) VALUES ('delete', ?, ?)",
+                    [(content_id, zlib.decompress(words).decode()) for content_id, words in rows])
+                await db.executemany("DELETE FROM contents WHERE id = ?",
+                                     [(content_id,) for content_id, _ in rows])
+        return len(rows)
+
+    async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(indexed contents, how many contain each term): to drop terms too common to tell
+        files apart before they cost a scan of most of the index."""
+        (count,), = await self._db.reader.execute_fetchall("SELECT count(*) FROM contents")
+        rows = await self._db.reader.execute_fetchall(
+            "SELECT term, doc FROM body_terms WHERE term IN (SELECT value FROM json_each(?))",
+            (json_list(terms),))
+        return int(count), {str(term): int(documents) for term, documents in rows}
+
+    async def search(self, match: str, *, limit: int) -> list[SearchHit]:
+        """BM25 over content words; every path with a matching content is a hit. Runs on the
+        second reader, so it overlaps with the description search."""
+        rows = await self._db.content_reader.execute_fetchall(
+            """
+            SELECT f.path, hit.score, f.kind, ac.rank FROM (
+                SELECT rowid, bm25(body_fts) AS score
+                FROM body_fts WHERE body_fts MATCH ? ORDER BY score LIMIT ?
+            ) AS hit
+            JOIN contents AS c ON c.id = hit.rowid
+            JOIN files AS f ON f.hash = c.hash
+            LEFT JOIN access AS ac ON ac.path = f.path
+            """,
+            (match, limit),
+        )
+        return [SearchHit(path, -score, kind, rank) for path, score, kind, rank in rows]

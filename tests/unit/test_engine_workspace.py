@@ -1,0 +1,115 @@
+"""The engine in-process: a Workspace on a real workspace and a real SQLite index, driven
+through the same operations the faces call."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from filescout.engine import Hooks, Workspace
+from filescout.errors import InvalidParams, ReadOnly
+from filescout_protocol.types import FindRelevantParams, GetFilesParams, IndexStatus, Scope
+from support import SAMPLE_FILES, make_workspace
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"FILESCOUT_CACHE_DIR": str(tmp_path / "cache")}
+
+
+@pytest_asyncio.fixture
+async def indexed(tmp_path: Path, env: dict[str, str]):
+    root = make_workspace(tmp_path / "ws", git=False)
+    statuses: list[IndexStatus] = []
+    engine = await Workspace.open(root, env=env, hooks=Hooks(on_status=statuses.append))
+    engine.start_indexing("index")
+    await engine.wait_idle()
+    yield engine, statuses
+    await engine.close()
+
+
+async def listed(engine: Workspace, **params) -> list[str]:
+    return [item.path for batch in [b async for b in engine.stream_files(GetFilesParams(**params))]
+            for item in batch]
+
+
+async def test_a_pass_indexes_annotates_and_reports_its_phases(indexed) -> None:
+    engine, statuses = indexed
+    status = await engine.status()
+    text_files = list(SAMPLE_FILES)
+    assert status.files == len(text_files) + 1  # and the binary logo
+    assert status.by_status == {"annotated": len(text_files), "skipped": 1}
+    assert status.role == "writer" and status.phase == "idle"
+    await asyncio.sleep(0.05)  # status notifications are sent from background tasks
+    phases = [entry.phase for entry in statuses]
+    assert phases[0] == "scanning" and phases[-1] == "idle" and "annotating" in phases
+    assert statuses[-1].annotated == len(text_files)
+
+
+async def test_listing_filters_and_text_query(indexed) -> None:
+    engine, _ = indexed
+    assert await listed(engine, paths=["src/shop/payments"]) == [
+        "src/shop/payments/__init__.py", "src/shop/payments/stripe_gateway.py"]
+    assert "assets/logo.png" not in await listed(engine)
+    ranked = await listed(engine, query="refund charge")
+    assert ranked[0] == "src/shop/payments/stripe_gateway.py"
+    page = await engine.files_page(GetFilesParams(limit=3))
+    assert len(page.items) == 3 and page.next_cursor is not None
+    rest = await engine.files_page(GetFilesParams(limit=100, cursor=page.next_cursor))
+    assert [item.path for item in page.items + rest.items] == await listed(engine)
+    with pytest.raises(InvalidParams, match="orderBy"):
+        await engine.files_page(GetFilesParams(order_by="rank"))
+
+
+async def test_find_relevant_ranks_and_explains(indexed) -> None:
+    engine, _ = indexed
+    result = await engine.find_relevant(FindRelevantParams(query="where is the shopping cart discount applied",
+                                                           limit=3))
+    assert result.stages == ["prefilter"] and not result.degraded
+    assert result.items[0].path == "src/shop/cart.py"
+    assert result.items[0].reason
+    scoped = await engine.find_relevant(FindRelevantParams(query="cart", scope=Scope(paths=["web"])))
+    assert all(item.path.startswith("web/") for item in scoped.items)
+    with pytest.raises(InvalidParams, match="scope.paths"):
+        await engine.find_relevant(FindRelevantParams(query="cart", scope=Scope(paths=["../elsewhere"])))
+
+
+async def test_an_edit_is_seen_by_refresh_and_reindex(indexed, tmp_path: Path) -> None:
+    engine, _ = indexed
+    root = engine.root
+    (root / "src/shop/cart.py").write_text('"""Gift wrapping for parcels."""\n\ndef wrap_gift(box):\n    pass\n')
+    await engine.refresh(["src/shop/cart.py"])
+    await engine.wait_idle()
+    (item,) = (await engine.files_page(GetFilesParams(paths=["src/shop/cart.py"]))).items
+    assert "wrap_gift" in item.summary and item.status == "annotated"
+    (root / "src/shop/new_module.py").write_text("def fresh():\n    pass\n")
+    (root / "scripts/deploy.sh").unlink()
+    result = await engine.reindex()
+    assert (result.added, result.removed) == (1, 1)
+
+
+async def test_a_second_workspace_on_the_same_index_reads_and_refuses_to_write(
+        indexed, env: dict[str, str]) -> None:
+    engine, _ = indexed
+    reader = await Workspace.open(engine.root, env=env)
+    try:
+        assert reader.role == "reader"
+        assert (await reader.status()).files == (await engine.status()).files
+        with pytest.raises(ReadOnly):
+            await reader.reindex()
+        assert await listed(reader) == await listed(engine)
+    finally:
+        await reader.close()
+
+
+async def test_touch_records_use_and_annotate_now_answers(indexed) -> None:
+    engine, _ = indexed
+    await engine.touch(["web/checkoutForm.ts"], weight=3.0)
+    assert (await listed(engine, order_by="frecency"))[0] == "web/checkoutForm.ts"
+    items = await engine.annotate_now(["src/shop/cart.py"], timeout=5)
+    assert [item.status for item in items] == ["annotated"]
+    with pytest.raises(InvalidParams, match="not in the index"):
+        await engine.annotate_now(["missing.py"], timeout=1)

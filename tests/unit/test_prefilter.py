@@ -1,0 +1,68 @@
+"""The model-free stage in-process: general rules of the ranking, on a small real index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest_asyncio
+
+from filescout.annotate.structural import ANNOTATOR_ID, annotate_structure
+from filescout.classify import classify
+from filescout.index import Index
+from filescout.records import FileRecord, FileToAnnotate
+from filescout.relevance.filters import PathFilter
+from filescout.relevance.prefilter import prefilter, telling_terms
+from filescout.relevance.query import analyse
+
+FILES = {
+    "app/routing.py": "class Router:\n    def add_route(self, path, handler):\n        pass\n\n"
+                      "def url_for(name):\n    return name\n",
+    "app/templating.py": "def render_template(name):\n    return name  # routing helpers are elsewhere\n",
+    "tests/test_routing.py": "from app.routing import Router\n\ndef test_add_route():\n    Router().add_route('/', None)\n",
+    "docs/routing.md": "# Routing\n\nHow routes are matched and how url_for builds a route.\n",
+}
+
+
+@pytest_asyncio.fixture
+async def index(tmp_path: Path):
+    opened = await Index.open(tmp_path / "index.sqlite3")
+    records, annotations = [], []
+    for number, (path, text) in enumerate(FILES.items()):
+        kind = classify(path, text.encode()[:100])
+        digest = f"h{number}"
+        records.append(FileRecord(path, len(text), 1, digest, kind.language, kind.kind, None))
+        annotations.append((digest, annotate_structure(
+            FileToAnnotate(path, digest, kind.language, kind.kind, text))))
+    await opened.files.apply_changes(records, [], current=ANNOTATOR_ID)
+    await opened.annotations.save(ANNOTATOR_ID, annotations)
+    yield opened
+    await opened.close()
+
+
+async def ranking(index: Index, question: str, scope: PathFilter = PathFilter()) -> list[str]:
+    found = await prefilter(index, analyse(question), limit=10, scope=scope, current=ANNOTATOR_ID)
+    return [candidate.item.path for candidate in found]
+
+
+async def test_source_comes_before_its_tests_and_docs_unless_asked(index: Index) -> None:
+    assert (await ranking(index, "how are routes added to the router"))[0] == "app/routing.py"
+    asked = await ranking(index, "which tests cover adding a route to the router")
+    assert asked.index("tests/test_routing.py") < asked.index("docs/routing.md")
+
+
+async def test_a_named_symbol_lifts_the_file_that_defines_it(index: Index) -> None:
+    found = await prefilter(index, analyse("`url_for` returns the wrong name"), limit=5,
+                            scope=PathFilter(), current=ANNOTATOR_ID)
+    assert found[0].item.path == "app/routing.py"
+    assert any("defines url_for" in reason for reason in found[0].reasons)
+
+
+async def test_scope_limits_the_candidates(index: Index) -> None:
+    assert await ranking(index, "routing", PathFilter(prefixes=("docs",))) == ["docs/routing.md"]
+
+
+def test_common_terms_are_dropped_only_in_large_indexes() -> None:
+    terms = ["route", "the", "handler"]
+    assert telling_terms(terms, {"the": 900, "route": 3}, total=1000) == terms  # small: keep all
+    frequency = {"the": 50_000, "route": 30, "handler": 400}
+    assert telling_terms(terms, frequency, total=100_000) == ["route", "handler"]

@@ -1,0 +1,35 @@
+"""The annotation queue's tiers, in-process."""
+
+from __future__ import annotations
+
+from filescout.schedule import BACKGROUND, NEIGHBOUR, TOUCHED, AnnotationQueue
+
+
+def test_touched_first_newest_first_then_neighbours_then_backlog() -> None:
+    queue = AnnotationQueue()
+    queue.extend(["b1", "b2", "n1"], BACKGROUND)
+    queue.push("n1", NEIGHBOUR)
+    queue.push("t1", TOUCHED)
+    queue.push("t2", TOUCHED)
+    assert len(queue) == 5
+    assert queue.pop(10) == ["t2", "t1", "n1", "b1", "b2"]
+    assert len(queue) == 0
+
+
+def test_a_lower_tier_never_demotes_and_a_touch_moves_to_the_front() -> None:
+    queue = AnnotationQueue()
+    queue.push("a", TOUCHED)
+    queue.push("b", TOUCHED)
+    queue.push("a", BACKGROUND)  # no demotion
+    queue.push("a", TOUCHED)  # touched again: newest first
+    assert queue.pop(1) == ["a"]
+    assert queue.pop(5) == ["b"]
+
+
+def test_clearing_the_backlog_keeps_touched_files() -> None:
+    queue = AnnotationQueue()
+    queue.extend(["x", "y"], BACKGROUND)
+    queue.push("t", TOUCHED)
+    queue.push("n", NEIGHBOUR)
+    queue.clear_background()
+    assert queue.pop(10) == ["t", "n"]
