@@ -1,5 +1,6 @@
 """The editor clients against the real server: the Neovim plugin in headless Neovim, and the VS
-Code extension's client module from Node (with a TypeScript build of the whole extension)."""
+Code extension's client module from Node (with a TypeScript build of the whole extension, whose
+protocol types must be what protocol/filescout.schema.json generates)."""
 
 from __future__ import annotations
 
@@ -58,7 +59,10 @@ def test_neovim_plugin_against_the_server(tmp_path: Path) -> None:
 def test_vscode_extension_builds_and_its_client_drives_the_server(tmp_path: Path) -> None:
     npm = tool("npm")
     env = {**os.environ, "FILESCOUT_PYTHON": sys.executable, "npm_config_update_notifier": "false"}
-    if not (VSCODE / "node_modules" / ".package-lock.json").exists():
+    # Install when nothing is, or when package-lock.json changed after the last install.
+    installed = VSCODE / "node_modules" / ".package-lock.json"
+    lock = VSCODE / "package-lock.json"
+    if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
         install = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=VSCODE, env=env,
                                  capture_output=True, text=True, timeout=600)
         assert install.returncode == 0, install.stdout + install.stderr
@@ -66,4 +70,5 @@ def test_vscode_extension_builds_and_its_client_drives_the_server(tmp_path: Path
                             timeout=300)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
-    assert "# fail 0" in output and "# pass 5" in output, output
+    # The client against the server, and the generated protocol types against the schema.
+    assert "# fail 0" in output and "# pass 7" in output, output

@@ -3,13 +3,15 @@
 Every call goes through one `ModelClient`: bounded concurrency, retries with exponential
 backoff and jitter on 429/5xx/timeouts (honouring Retry-After), a circuit breaker that stops
 hammering a dead endpoint, a token budget checked before and recorded after each call, and a
-structured-output mode that falls back when a server does not support JSON schemas.
+structured-output mode that falls back when a server does not support JSON schemas. `ask` turns
+a call into a decoded msgspec answer, asking once more when the first one is malformed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import logging
 import math
 import random
@@ -18,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 from urllib.parse import urlparse
 
 import msgspec
@@ -62,6 +64,10 @@ class ModelRefused(ModelError):
 
 class BudgetSpent(ModelError):
     """The configured token budget for today or this month is used up."""
+
+
+class MalformedAnswer(ModelError):
+    """The model answered, but not with JSON of the expected shape, however often it was asked."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,3 +368,99 @@ def extract_json(text: str, type_: type[Any]) -> Any:
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             error = exc
     raise ValueError(f"the model's answer is not valid JSON of the expected shape: {error}")
+
+
+NUMERIC_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+SUBSCHEMA_KEYS = ("items", "additionalProperties", "not")
+SUBSCHEMA_LIST_KEYS = ("anyOf", "allOf", "oneOf", "prefixItems")
+SUBSCHEMA_MAP_KEYS = ("properties", "$defs")
+
+
+def _drop_numeric_bounds(schema: dict[str, Any]) -> None:
+    """Structured-output endpoints reject numeric bounds; msgspec still enforces them when the
+    answer is decoded. Only schema keywords are walked, so a field named `minimum` stays."""
+    for key in NUMERIC_BOUNDS:
+        schema.pop(key, None)
+    for key in SUBSCHEMA_KEYS:
+        if isinstance(schema.get(key), dict):
+            _drop_numeric_bounds(schema[key])
+    for key in SUBSCHEMA_LIST_KEYS:
+        for part in schema.get(key, ()):
+            _drop_numeric_bounds(part)
+    for key in SUBSCHEMA_MAP_KEYS:
+        for part in schema.get(key, {}).values():
+            _drop_numeric_bounds(part)
+
+
+@functools.cache
+def strict_schema(answer: type) -> dict[str, Any]:
+    """The JSON schema of a msgspec Struct in the strict form structured-output endpoints
+    accept: every property required, no additional properties, no numeric bounds, nested
+    Structs under `$defs`. Cached per type; callers must not change it."""
+    (root,), components = msgspec.json.schema_components([answer], ref_template="#/$defs/{name}")
+    for part in components.values():
+        part.pop("title", None)
+        if part.get("type") == "object":
+            part["additionalProperties"] = False
+            part["required"] = list(part.get("properties", {}))
+    schema = components.pop(root["$ref"].rsplit("/", 1)[-1])
+    if components:
+        schema["$defs"] = components
+    _drop_numeric_bounds(schema)
+    return schema
+
+
+ASK_AGAIN = "Answer with the JSON object only."
+"""Appended when an answer was malformed: most models then drop the prose or the fences."""
+
+AnswerT = TypeVar("AnswerT")
+
+
+class Completes(Protocol):
+    """What `ask` calls: the ModelClient itself, or a wrapper that rations its calls."""
+
+    async def complete(self, messages: list[dict[str, str]], *, schema: dict[str, Any],
+                       schema_name: str, max_output_tokens: int) -> Completion: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Answer(Generic[AnswerT]):
+    """A decoded answer and what all the calls for it cost (a malformed first answer is paid
+    for too)."""
+
+    value: AnswerT
+    input_tokens: int
+    output_tokens: int
+    calls: int
+
+
+async def ask(client: Completes, messages: list[dict[str, str]], answer: type[AnswerT], *,
+              name: str, max_output_tokens: int, attempts: int = 2,
+              ask_again: str = ASK_AGAIN) -> Answer[AnswerT]:
+    """Ask for an answer of the msgspec type `answer`, under the strict JSON schema derived from
+    it (the client steps down to JSON mode or plain text where a server needs it, and
+    `extract_json` tolerates fences and prose). A malformed answer is asked for again, with
+    `ask_again` appended, up to `attempts` calls in all; then MalformedAnswer. Errors of the
+    client itself (unavailable, refused, budget) pass through."""
+    if attempts < 1:
+        raise ValueError("attempts must be at least 1")
+    schema = strict_schema(answer)
+    input_tokens = output_tokens = 0
+    problem: ValueError | None = None
+    for attempt in range(1, attempts + 1):
+        completion = await client.complete(messages, schema=schema, schema_name=name,
+                                           max_output_tokens=max_output_tokens)
+        input_tokens += completion.input_tokens
+        output_tokens += completion.output_tokens
+        try:
+            value = extract_json(completion.text, answer)
+        except ValueError as error:
+            problem = error
+            if attempt < attempts:
+                log.info("the model's %s answer is malformed (%s); asking again", name, error)
+                if attempt == 1:
+                    messages = [*messages, {"role": "user", "content": ask_again}]
+            continue
+        return Answer(value, input_tokens, output_tokens, attempt)
+    times = {1: "once", 2: "twice"}.get(attempts, f"{attempts} times")
+    raise MalformedAnswer(f"the model's {name} answer was malformed {times}: {problem}") from problem

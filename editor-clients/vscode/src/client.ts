@@ -65,8 +65,8 @@ export class RelevanceView {
       this.stage = result.items[0].stage;
     }
     this.stages = result.stages;
-    this.degraded = result.degraded;
-    this.message = result.message;
+    this.degraded = result.degraded ?? false;
+    this.message = result.message ?? null;
     this.done = true;
   }
 }

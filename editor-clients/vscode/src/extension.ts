@@ -11,7 +11,7 @@ import {
   State,
 } from "vscode-languageclient/node";
 import { FilescoutClient, RelevanceView, describeStatus } from "./client";
-import { IndexStatus, Methods, RelevantItem, ServerSettings } from "./protocol";
+import { IndexStatus, Methods, RelevantItem, Settings } from "./protocol";
 
 const INSTALL_HINT = "pipx install filescout   (or: python -m pip install filescout)";
 
@@ -27,7 +27,7 @@ let statusItem: vscode.StatusBarItem;
 
 /** The `filescout.*` settings the server understands (client-only ones left out: the server
  * rejects unknown fields). */
-export function serverSettings(scope?: vscode.ConfigurationScope): ServerSettings {
+export function serverSettings(scope?: vscode.ConfigurationScope): Settings {
   const config = vscode.workspace.getConfiguration("filescout", scope);
   const optional = <T>(key: string): T | undefined => {
     const value = config.get<T | null>(key);

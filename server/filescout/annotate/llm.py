@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import msgspec
 
 from filescout.annotate.base import SUMMARY_LIMIT, TAG_LIMIT, clip
-from filescout.model import CHARS_PER_TOKEN, ModelClient, ModelError, estimate_tokens, extract_json
+from filescout.model import CHARS_PER_TOKEN, Answer, MalformedAnswer, ModelClient, ModelError, ask, estimate_tokens
 from filescout.redact import redact
 from filescout.records import Annotation
 
@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 PROMPT_VERSION = 1
 MAX_FILES_PER_REQUEST = 8
 OUTPUT_TOKENS_PER_FILE = 110
+CALLS_PER_REQUEST = 2
+"""A request is asked once more at most, whether its answer was malformed or left files out."""
 
 SYSTEM_PROMPT = """\
 You annotate files for a code search index. A developer will later ask "which files matter for \
@@ -40,6 +42,8 @@ would search with. Do not start with "This file".
 Answer with JSON only: {"files": [{"path": "...", "summary": "...", "tags": ["..."]}]}, one entry \
 per file, each path exactly as given."""
 
+ASK_AGAIN = "Answer with the JSON object only, one entry per file, paths exactly as given."
+
 
 class FileNote(msgspec.Struct):
     path: str
@@ -49,28 +53,6 @@ class FileNote(msgspec.Struct):
 
 class AnswerBatch(msgspec.Struct):
     files: list[FileNote]
-
-
-ANSWER_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["files"],
-    "properties": {
-        "files": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["path", "summary", "tags"],
-                "properties": {
-                    "path": {"type": "string"},
-                    "summary": {"type": "string"},
-                    "tags": {"type": "array", "items": {"type": "string"}},
-                },
-            },
-        },
-    },
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,37 +150,44 @@ class ModelAnnotator:
         What the first answer gave is kept even if asking again fails: it is paid for."""
         results: dict[str, Annotation] = {}
         remaining = group
-        for attempt in range(2):
+        calls_left = CALLS_PER_REQUEST
+        while remaining and calls_left:
             body = "\n\n".join(rendered for _, rendered in remaining)
             messages = [{"role": "system", "content": SYSTEM_PROMPT},
                         {"role": "user", "content": f"Annotate these {len(remaining)} files.\n\n{body}"}]
-            if attempt:
-                messages.append({"role": "user", "content": "Answer with the JSON object only, "
-                                 "one entry per file, paths exactly as given."})
+            if calls_left < CALLS_PER_REQUEST:  # the first answer was fine but left files out
+                messages.append({"role": "user", "content": ASK_AGAIN})
             try:
-                completion = await self.client.complete(
-                    messages, schema=ANSWER_SCHEMA, schema_name="file_annotations",
-                    max_output_tokens=OUTPUT_TOKENS_PER_FILE * len(remaining) + 60)
+                # A malformed answer uses up the second call inside `ask`; an incomplete one
+                # comes back here with one call left for the missing files.
+                answer = await ask(self.client, messages, AnswerBatch, name="file_annotations",
+                                   max_output_tokens=OUTPUT_TOKENS_PER_FILE * len(remaining) + 60,
+                                   attempts=calls_left, ask_again=ASK_AGAIN)
+            except MalformedAnswer as error:
+                log.info("%s; %d files keep their structural annotation", error, len(remaining))
+                break
             except ModelError as error:
                 return results, error
-            share_in = completion.input_tokens // max(len(remaining), 1)
-            share_out = completion.output_tokens // max(len(remaining), 1)
-            try:
-                answer = extract_json(completion.text, AnswerBatch)
-            except ValueError as error:
-                log.info("model answer unusable (%s)%s", error, "; asking again" if not attempt else "")
-                continue
-            wanted = {item.path: item for item, _ in remaining}
-            for note in answer.files:
-                item = wanted.pop(note.path, None)
-                summary = clip(note.summary.strip(), SUMMARY_LIMIT)
-                if item is None or not summary:
-                    continue  # a path we did not ask about, or an empty summary
-                results[item.path] = Annotation(
-                    summary=summary, tags=clean_tags(note.tags) or item.outline.tags,
-                    symbols=item.outline.symbols, imports=item.outline.imports,
-                    input_tokens=share_in, output_tokens=share_out)
-            remaining = [(item, rendered) for item, rendered in remaining if item.path in wanted]
-            if not remaining:
-                break
+            calls_left -= answer.calls
+            remaining = self._keep(answer, remaining, results)
         return results, None
+
+    @staticmethod
+    def _keep(answer: Answer[AnswerBatch], asked: list[tuple[ModelInput, str]],
+              results: dict[str, Annotation]) -> list[tuple[ModelInput, str]]:
+        """Add the annotations an answer gives to `results`; return the files it did not
+        mention. Each file asked about carries an equal share of what the answer cost, a
+        malformed first try included."""
+        share_in = answer.input_tokens // len(asked)
+        share_out = answer.output_tokens // len(asked)
+        wanted = {item.path: item for item, _ in asked}
+        for note in answer.value.files:
+            item = wanted.pop(note.path, None)
+            summary = clip(note.summary.strip(), SUMMARY_LIMIT)
+            if item is None or not summary:
+                continue  # a path we did not ask about, or an empty summary
+            results[item.path] = Annotation(
+                summary=summary, tags=clean_tags(note.tags) or item.outline.tags,
+                symbols=item.outline.symbols, imports=item.outline.imports,
+                input_tokens=share_in, output_tokens=share_out)
+        return [(item, rendered) for item, rendered in asked if item.path in wanted]

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import msgspec
 
-from filescout.model import ModelClient, ModelError, estimate_tokens, extract_json
+from filescout.model import ModelClient, ModelError, ask, estimate_tokens
 from filescout.redact import redact
 from filescout.records import FileEntry
 
@@ -78,28 +78,6 @@ class TagAnswer(msgspec.Struct):
     tags: list[str]
 
 
-def _schema(answer: type) -> dict:
-    """The answer's JSON schema in the strict form structured-output endpoints accept: every
-    property required, no additional properties, no numeric bounds."""
-    _, components = msgspec.json.schema_components([answer], ref_template="#/$defs/{name}")
-    for part in components.values():
-        part.pop("title", None)
-        part["additionalProperties"] = False
-        part["required"] = list(part.get("properties", {}))
-        for prop in part.get("properties", {}).values():
-            prop.pop("minimum", None)
-            prop.pop("maximum", None)
-    schema = components.pop(answer.__name__)
-    if components:
-        schema["$defs"] = components
-    return schema
-
-
-JUDGE_SCHEMA = _schema(JudgeAnswer)
-FINAL_SCHEMA = _schema(FinalAnswer)
-TAG_SCHEMA = _schema(TagAnswer)
-
-
 @dataclass(frozen=True)
 class Verdict:
     item: FileEntry
@@ -132,29 +110,19 @@ def chunk(items: Sequence[FileEntry], *, max_chunks: int) -> list[list[FileEntry
     return chunks
 
 
-async def _ask(client: ModelClient, system: str, user: str, answer: type, schema: dict,
-               name: str, output_tokens: int) -> object:
-    """One question; a malformed answer is asked for once more."""
-    messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    for attempt in range(2):
-        completion = await client.complete(messages, schema=schema, schema_name=name,
-                                           max_output_tokens=output_tokens)
-        try:
-            return extract_json(completion.text, answer)
-        except ValueError as error:
-            if attempt:
-                raise ModelError(f"the model's {name} answer was malformed twice: {error}") from error
-            messages = [*messages, {"role": "user", "content": "Answer with the JSON object only."}]
-    raise AssertionError("unreachable")
+def _question(system: str, user: str) -> list[dict[str, str]]:
+    """The instructions as the system message; the request and the listing (data) as the user's."""
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 async def judge_chunk(client: ModelClient, question: str, items: Sequence[FileEntry]) -> list[Verdict]:
     listing = "\n".join(describe(item) for item in items)
-    answer = await _ask(client, JUDGE_PROMPT, f"Request: {redact(question)}\n\nFiles:\n{listing}",
-                        JudgeAnswer, JUDGE_SCHEMA, "judgement", 40 * len(items) + 60)
+    messages = _question(JUDGE_PROMPT, f"Request: {redact(question)}\n\nFiles:\n{listing}")
+    answer = (await ask(client, messages, JudgeAnswer, name="judgement",
+                        max_output_tokens=40 * len(items) + 60)).value
     offered = {item.path: item for item in items}
     verdicts = []
-    for judgement in answer.files:  # type: ignore[attr-defined]
+    for judgement in answer.files:
         item = offered.pop(judgement.path, None)
         if item is not None:
             verdicts.append(Verdict(item, float(judgement.score), judgement.reason.strip()[:200]))
@@ -182,11 +150,12 @@ async def judge(client: ModelClient, question: str, items: Sequence[FileEntry], 
 async def rank(client: ModelClient, question: str, verdicts: Sequence[Verdict]) -> list[Verdict]:
     listing = "\n".join(f"{describe(v.item)}\n  first judgement: {v.score:g}/10, {redact(v.reason)}"
                         for v in verdicts)
-    answer = await _ask(client, FINAL_PROMPT, f"Request: {redact(question)}\n\nFiles:\n{listing}",
-                        FinalAnswer, FINAL_SCHEMA, "ranking", 45 * len(verdicts) + 60)
+    messages = _question(FINAL_PROMPT, f"Request: {redact(question)}\n\nFiles:\n{listing}")
+    answer = (await ask(client, messages, FinalAnswer, name="ranking",
+                        max_output_tokens=45 * len(verdicts) + 60)).value
     offered = {verdict.item.path: verdict for verdict in verdicts}
     placed = []
-    for entry in answer.files:  # type: ignore[attr-defined]
+    for entry in answer.files:
         verdict = offered.pop(entry.path, None)
         if verdict is not None:
             placed.append(Verdict(verdict.item, float(len(verdicts) - len(placed)),
@@ -198,7 +167,7 @@ async def pick_tags(client: ModelClient, question: str, vocabulary: Sequence[tup
     if not vocabulary:
         return []
     listing = redact(", ".join(f"{tag} ({count})" for tag, count in vocabulary[:TAG_VOCABULARY]))
-    answer = await _ask(client, TAG_PROMPT, f"Request: {redact(question)}\n\nTags: {listing}",
-                        TagAnswer, TAG_SCHEMA, "tags", 80)
+    messages = _question(TAG_PROMPT, f"Request: {redact(question)}\n\nTags: {listing}")
+    answer = (await ask(client, messages, TagAnswer, name="tags", max_output_tokens=80)).value
     known = {tag for tag, _ in vocabulary}
-    return [tag for tag in answer.tags if tag in known][:PICKED_TAGS]  # type: ignore[attr-defined]
+    return [tag for tag in answer.tags if tag in known][:PICKED_TAGS]

@@ -1,0 +1,397 @@
+// Generated from protocol/filescout.schema.json by json-schema-to-typescript; do not edit by hand.
+// Regenerate with `npm run generate` in editor-clients/vscode.
+
+/**
+ * Argument of the `filescout.annotate` command.
+ */
+export interface AnnotateParams {
+  /**
+   * @minItems 1
+   * @maxItems 200
+   *
+   * Items: Workspace-relative POSIX path; absolute paths and file:// URIs inside the workspace are accepted too.
+   */
+  paths: string[];
+  /**
+   * Seconds to wait for the annotations before answering with what is there.
+   */
+  timeout?: number;
+}
+
+/**
+ * Token caps for model calls; when one is spent, model work stops and structural
+ * annotations stand until the period rolls over.
+ */
+export interface BudgetSettings {
+  dailyTokens?: number | null;
+  monthlyTokens?: number | null;
+}
+
+/**
+ * `files/didAccess`: a client (a chat panel, say) used these files.
+ */
+export interface DidAccessParams {
+  /**
+   * @minItems 1
+   * @maxItems 1000
+   *
+   * Items: Workspace-relative POSIX path; absolute paths and file:// URIs inside the workspace are accepted too.
+   */
+  paths: string[];
+}
+
+/**
+ * One indexed file.
+ */
+export interface FileItem {
+  path: string;
+  summary: string;
+  tags: string[];
+  language: string | null;
+  kind: "binary" | "config" | "data" | "docs" | "generated" | "other" | "source" | "test";
+  size: number;
+  /**
+   * Modification time, milliseconds since the epoch.
+   */
+  mtime: number;
+  status: "annotated" | "pending" | "skipped" | "stale";
+  /**
+   * Id of the annotator that wrote the summary.
+   */
+  annotator: string | null;
+}
+
+/**
+ * `files/findRelevant`: the files that matter for a natural-language question.
+ */
+export interface FindRelevantParams {
+  query: string;
+  limit?: number;
+  scope?: Scope | null;
+  options?: RelevanceOptions | null;
+  partialResultToken?: number | string | null;
+  workDoneToken?: number | string | null;
+}
+
+/**
+ * Final response of `files/findRelevant`. When streaming, `items` holds only what was
+ * not already sent through `$/progress` (usually nothing).
+ */
+export interface FindRelevantResult {
+  items: RelevantItem[];
+  stages: ("final" | "judge" | "prefilter")[];
+  /**
+   * True when a stage failed and the answer comes from earlier stages.
+   */
+  degraded?: boolean;
+  message?: string | null;
+}
+
+/**
+ * Result of `files/getFiles` without a partial-result token.
+ */
+export interface GetFilesPage {
+  items: FileItem[];
+  /**
+   * Pass as `cursor` to get the next page; null on the last page.
+   */
+  nextCursor: string | null;
+}
+
+/**
+ * `files/getFiles`: every indexed file with its annotation, optionally filtered. Filters
+ * combine with AND.
+ */
+export interface GetFilesParams {
+  /**
+   * Items: gitignore-style pattern relative to the workspace root (`*.py` matches at any depth, `src/** /*.ts` is anchored, a leading `!` excludes).
+   */
+  globs?: string[];
+  /**
+   * Path prefixes: a directory includes everything below it.
+   *
+   * Items: Workspace-relative POSIX path; absolute paths and file:// URIs inside the workspace are accepted too.
+   */
+  paths?: string[];
+  /**
+   * Keep files carrying these tags (see `tagsMatch`).
+   */
+  tags?: string[];
+  /**
+   * `any`: at least one of `tags`; `all`: every one.
+   */
+  tagsMatch?: "all" | "any";
+  /**
+   * Keep files whose path, symbols, summary, tags or content match these words (full-text search).
+   */
+  query?: string | null;
+  /**
+   * Keep files modified at or after this time, milliseconds since the epoch.
+   */
+  changedSince?: number | null;
+  status?: ("annotated" | "pending" | "skipped" | "stale")[];
+  /**
+   * Keep files of these kinds. Default: every kind except `binary`.
+   */
+  kinds?: ("binary" | "config" | "data" | "docs" | "generated" | "other" | "source" | "test")[];
+  languages?: string[];
+  /**
+   * `path`; `recent` (newest first); `frecency` (most and most recently used first); `rank` (best match for `query` first). Default: `rank` with a `query`, else `path`.
+   */
+  orderBy?: ("frecency" | "path" | "rank" | "recent") | null;
+  limit?: number | null;
+  /**
+   * Opaque `nextCursor` of the previous page.
+   */
+  cursor?: string | null;
+  /**
+   * Items per `$/progress` batch when streaming.
+   */
+  batchSize?: number;
+  partialResultToken?: number | string | null;
+  workDoneToken?: number | string | null;
+}
+
+/**
+ * `filescout/status` notification, sent when indexing changes phase and while it runs.
+ */
+export interface IndexStatus {
+  phase: "annotating" | "failed" | "idle" | "scanning";
+  files: number;
+  annotated: number;
+  pending: number;
+  message?: string | null;
+}
+
+/**
+ * An OpenAI-compatible endpoint (OpenAI, Ollama, LM Studio, llama.cpp server, vLLM) that
+ * writes summaries and tags. Used only when `model` is set and privacy mode is off.
+ */
+export interface ModelSettings {
+  /**
+   * Model name, e.g. `gpt-4o-mini` or `qwen2.5-coder:7b`. Env: FILESCOUT_MODEL.
+   */
+  model?: string | null;
+  /**
+   * Endpoint, e.g. `http://127.0.0.1:11434/v1` for Ollama. Default: OpenAI. Env: OPENAI_BASE_URL.
+   */
+  baseUrl?: string | null;
+  /**
+   * Env: FILESCOUT_API_KEY or OPENAI_API_KEY; local servers need none.
+   */
+  apiKey?: string | null;
+  /**
+   * Label used in annotator ids; derived from the endpoint when unset.
+   */
+  provider?: string | null;
+  /**
+   * Seconds per request.
+   */
+  timeout?: number;
+  /**
+   * Requests in flight at once.
+   */
+  concurrency?: number;
+  /**
+   * Retries after 429, 5xx and timeouts.
+   */
+  maxRetries?: number;
+  /**
+   * Seconds model calls pause after three failed calls in a row; the pause doubles while the endpoint keeps failing.
+   */
+  failurePause?: number;
+  /**
+   * Most content tokens sent for one file; the outline covers the rest.
+   */
+  fileTokens?: number;
+  /**
+   * Most input tokens in one request; small files share requests up to this size.
+   */
+  requestTokens?: number;
+  /**
+   * How to ask for JSON. `auto` tries a JSON schema, then falls back.
+   */
+  structuredOutput?: "auto" | "json_object" | "json_schema" | "none";
+  /**
+   * Price per million input tokens, for cost estimates.
+   */
+  inputPrice?: number | null;
+  /**
+   * Price per million output tokens, for cost estimates.
+   */
+  outputPrice?: number | null;
+}
+
+/**
+ * Model annotation: whether it runs, what it has cost, what finishing would cost.
+ */
+export interface ModelStatus {
+  annotator: string;
+  /**
+   * unavailable: the endpoint keeps failing (retried later); refused: it rejected the API key or model; privacy: privacy mode is on; off: no model configured.
+   */
+  state: "active" | "budget_spent" | "idle" | "off" | "privacy" | "refused" | "unavailable";
+  message?: string | null;
+  tokensToday?: number;
+  tokensThisMonth?: number;
+  dailyBudget?: number | null;
+  monthlyBudget?: number | null;
+  calls?: number;
+  failures?: number;
+  queuedFiles?: number;
+  /**
+   * Tokens to annotate what is still waiting, from the average so far (or an estimate from file sizes before any call).
+   */
+  estimatedTokensToFinish?: number;
+  /**
+   * In the currency of the configured prices; null without prices.
+   */
+  estimatedCostToFinish?: number | null;
+}
+
+/**
+ * Result of the `filescout.reindex` command, once the rescan has finished.
+ */
+export interface ReindexResult {
+  added: number;
+  changed: number;
+  removed: number;
+  /**
+   * Removed files whose content reappeared elsewhere.
+   */
+  renamed: number;
+  unchanged: number;
+  files: number;
+  elapsedMs: number;
+}
+
+/**
+ * How much a `files/findRelevant` request may use the model.
+ */
+export interface RelevanceOptions {
+  /**
+   * false: the model-free stage only; default: use the configured model, if any.
+   */
+  useModel?: boolean | null;
+  /**
+   * Most model calls this request may make (judging chunks, the final ranking, tag selection).
+   */
+  maxModelCalls?: number;
+  /**
+   * Most model tokens this request may spend; stages that would exceed it are skipped.
+   */
+  maxTokens?: number | null;
+  /**
+   * How many of the model-free stage's best files the model judges.
+   */
+  candidates?: number;
+  /**
+   * Let the model pick relevant tags from the workspace's vocabulary and add files carrying them to the candidates.
+   */
+  selectTags?: boolean;
+}
+
+/**
+ * A file judged relevant, with the stage that produced the judgement.
+ */
+export interface RelevantItem {
+  path: string;
+  /**
+   * Higher is more relevant; comparable within a stage.
+   */
+  score: number;
+  stage: "final" | "judge" | "prefilter";
+  reason: string;
+  summary: string;
+  tags: string[];
+  language: string | null;
+  kind: "binary" | "config" | "data" | "docs" | "generated" | "other" | "source" | "test";
+}
+
+/**
+ * Restricts a request to part of the workspace.
+ */
+export interface Scope {
+  /**
+   * Items: gitignore-style pattern relative to the workspace root (`*.py` matches at any depth, `src/** /*.ts` is anchored, a leading `!` excludes).
+   */
+  globs?: string[];
+  /**
+   * Path prefixes: a directory includes everything below it.
+   *
+   * Items: Workspace-relative POSIX path; absolute paths and file:// URIs inside the workspace are accepted too.
+   */
+  paths?: string[];
+}
+
+/**
+ * Server configuration: `initializationOptions`, `workspace/didChangeConfiguration`
+ * (section `filescout`), a `filescout.toml` at the workspace root, then the environment.
+ */
+export interface Settings {
+  /**
+   * Where the index lives. Default: a per-workspace folder under $XDG_CACHE_HOME/filescout (or $FILESCOUT_CACHE_DIR).
+   */
+  dbPath?: string | null;
+  /**
+   * Files larger than this many bytes are recorded but not annotated.
+   */
+  maxFileSize?: number;
+  /**
+   * Extra gitignore-style patterns to leave out of the index.
+   *
+   * Items: gitignore-style pattern relative to the workspace root (`*.py` matches at any depth, `src/** /*.ts` is anchored, a leading `!` excludes).
+   */
+  exclude?: string[];
+  /**
+   * Patterns to index even when .gitignore, the built-in defaults or `exclude` leave them out.
+   *
+   * Items: gitignore-style pattern relative to the workspace root (`*.py` matches at any depth, `src/** /*.ts` is anchored, a leading `!` excludes).
+   */
+  include?: string[];
+  /**
+   * Seconds between background checks for changes the editor did not report (0: never). Default: 60, or 600 when the editor watches files.
+   */
+  reconcileInterval?: number | null;
+  logLevel?: "debug" | "error" | "info" | "warning";
+  model?: ModelSettings;
+  budget?: BudgetSettings;
+  /**
+   * Never call a model, whatever else is configured. Env: FILESCOUT_PRIVACY=1.
+   */
+  privacyMode?: boolean;
+}
+
+/**
+ * Result of the `filescout.status` command.
+ */
+export interface StatusResult {
+  protocolVersion: number;
+  serverVersion: string;
+  root: string;
+  dbPath: string;
+  phase: "annotating" | "failed" | "idle" | "scanning";
+  files: number;
+  byStatus: {
+    [k: string]: number;
+  };
+  byKind: {
+    [k: string]: number;
+  };
+  annotator: string;
+  /**
+   * When the last full scan finished, ISO 8601 UTC.
+   */
+  lastScan: string | null;
+  /**
+   * reader: another filescout process indexes this workspace and this one serves reads from the same index.
+   */
+  role?: "reader" | "writer";
+  writerPid?: number | null;
+  /**
+   * Files waiting in the annotation queue.
+   */
+  queued?: number;
+  model?: ModelStatus | null;
+  lastError?: string | null;
+}
