@@ -121,7 +121,7 @@ class Classification:
         if self.sensitive:
             return "sensitive"
         if self.kind in ("binary", "generated"):
-            return self.kind  # type: ignore[return-value]
+            return self.kind
         return "oversized" if oversized else None
 
 

@@ -234,6 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return serve(args.tcp, "info" if args.log_level == "warning" else args.log_level)
     logsetup.configure(args.log_level)
+    action: Callable[[Workspace], Awaitable[int]]
     try:
         if args.command == "index":
             action, path, refresh = _index, args.path, True

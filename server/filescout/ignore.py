@@ -74,10 +74,10 @@ class PatternLayer:
     def __init__(self, spec: pathspec.GitIgnoreSpec, base: str) -> None:
         self.spec = spec
         self.base = base
-        active = [pattern for pattern in spec.patterns
+        active = [(pattern, pattern.regex) for pattern in spec.patterns
                   if pattern.include is not None and pattern.regex is not None]
-        self._directory_any = _combined([pattern.regex.pattern for pattern in active])
-        file_regexes = [pattern.regex.pattern for pattern in active
+        self._directory_any = _combined([regex.pattern for _, regex in active])
+        file_regexes = [regex.pattern for pattern, regex in active
                         if not str(getattr(pattern, "pattern", "")).endswith("/")]
         # An unanchored pattern ("*.pyc") matches a file by its name alone: try those on the
         # name, the rest on the whole path.
@@ -125,8 +125,9 @@ class PatternLayer:
 
     @property
     def reincludes(self) -> list[str]:
-        return [pattern.pattern[1:] for pattern in self.spec.patterns
-                if pattern.include is False and isinstance(getattr(pattern, "pattern", None), str)]
+        texts = [getattr(pattern, "pattern", None) for pattern in self.spec.patterns
+                 if pattern.include is False]
+        return [text[1:] for text in texts if isinstance(text, str)]
 
 
 def literal_prefix(pattern: str) -> str | None:

@@ -413,7 +413,7 @@ def strict_schema(answer: type) -> dict[str, Any]:
 ASK_AGAIN = "Answer with the JSON object only."
 """Appended when an answer was malformed: most models then drop the prose or the fences."""
 
-AnswerT = TypeVar("AnswerT")
+AnswerT = TypeVar("AnswerT", bound=msgspec.Struct)
 
 
 class Completes(Protocol):

@@ -259,9 +259,10 @@ def scan(
         if not directory_inside(relative.rpartition("/")[0]):
             continue
         if not is_regular(info.st_mode):
-            info = stat_inside(base, relative)  # a symlink, or not a file at all
-            if info is None:
+            followed = stat_inside(base, relative)  # a symlink, or not a file at all
+            if followed is None:
                 continue
+            info = followed
         previous = known_get(relative)
         if previous is not None and previous[1] == info.st_size and previous[2] == info.st_mtime_ns:
             seen.add(relative)

@@ -203,9 +203,9 @@ def _assigned_symbol(node: Node, source: bytes, depth: int) -> Symbol | None:
     if node.type == "assignment" and depth == 0:
         left = node.child_by_field_name("left")
         if left is not None and left.type == "identifier":
-            name = _text(left, source)
-            if name.isupper() or name == "__all__":
-                return Symbol(name, "constant", depth)
+            assigned = _text(left, source)
+            if assigned.isupper() or assigned == "__all__":
+                return Symbol(assigned, "constant", depth)
     return None
 
 
@@ -214,8 +214,9 @@ def _import_name(node: Node, source: bytes) -> list[str]:
     if node.type == "import_from_statement":
         module = node.child_by_field_name("module_name")
         return [_text(module, source)] if module is not None else []
-    if node.type == "import_statement" and node.child_by_field_name("source") is not None:
-        return [_text(node.child_by_field_name("source"), source).strip("'\"`")]
+    source_node = node.child_by_field_name("source") if node.type == "import_statement" else None
+    if source_node is not None:
+        return [_text(source_node, source).strip("'\"`")]
     quoted = QUOTED.findall(text)
     if quoted:
         return quoted

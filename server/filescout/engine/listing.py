@@ -4,7 +4,7 @@ the prefilter's fused two-index search, without its priors, so `rank` order is p
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,7 @@ class FileListing:
         return GetFilesPage(items=items, next_cursor=next_cursor)
 
     async def _matching(self, params: GetFilesParams,
-                        current: str) -> AsyncIterator[tuple[FileEntry, tuple[Any, ...]]]:
+                        current: str) -> AsyncGenerator[tuple[FileEntry, tuple[Any, ...]], None]:
         """Files matching every filter of `params`, in its order, each with its position."""
         path_filter = PathFilter.build(self._root, params.globs, params.paths)
         order = order_of(params)

@@ -21,7 +21,7 @@ async def model_status(worker: ModelWorker, settings: Settings, index: Index,
     model_settings = settings.model
     model = worker.annotator
     if model is None:
-        state = "privacy" if settings.privacy_mode and model_settings.model else "off"
+        state: ModelState = "privacy" if settings.privacy_mode and model_settings.model else "off"
         message = ("privacy mode is on: no model is called" if state == "privacy"
                    else "no model configured: structural annotations only")
         return ModelStatus(annotator=structural_id, state=state, message=message)

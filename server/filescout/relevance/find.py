@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from filescout.index import Index
-from filescout.model import BudgetSpent, ModelClient, ModelError, estimate_tokens
+from filescout.model import BudgetSpent, Completion, ModelClient, ModelError, estimate_tokens
 from filescout.records import RankedFile, RelevanceStage
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.judge import FINAL_POOL, PASS_SCORE, Verdict, judge, pick_tags, rank
@@ -66,14 +66,16 @@ class Allowance:
         self.calls_left = calls
         self.tokens_left = tokens
 
-    async def complete(self, messages: list[dict[str, str]], **kwargs: Any) -> Any:
-        planned = sum(estimate_tokens(m["content"]) for m in messages) + kwargs["max_output_tokens"]
+    async def complete(self, messages: list[dict[str, str]], *, schema: dict[str, Any],
+                       schema_name: str, max_output_tokens: int) -> Completion:
+        planned = sum(estimate_tokens(m["content"]) for m in messages) + max_output_tokens
         if self.calls_left <= 0:
             raise ModelError("this request's model calls are used up")
         if self.tokens_left is not None and planned > self.tokens_left:
             raise ModelError("this request's model tokens are used up")
         self.calls_left -= 1
-        completion = await self.client.complete(messages, **kwargs)
+        completion = await self.client.complete(messages, schema=schema, schema_name=schema_name,
+                                                max_output_tokens=max_output_tokens)
         if self.tokens_left is not None:
             self.tokens_left -= completion.input_tokens + completion.output_tokens
         return completion
@@ -101,7 +103,7 @@ async def find(index: Index, question: Question, client: ModelClient | None, *,
     tags_task: asyncio.Task[list[str]] | None = None
     if allowance is not None and question.select_tags and question.max_model_calls > 2:
         vocabulary = await index.files.tag_vocabulary()
-        tags_task = asyncio.create_task(pick_tags(allowance, question.text, vocabulary))  # type: ignore[arg-type]
+        tags_task = asyncio.create_task(pick_tags(allowance, question.text, vocabulary))
     try:
         pool = max(question.limit, question.candidates) if use_model else question.limit
         candidates = await prefilter(index, query, limit=pool, scope=question.scope, current=current)
@@ -143,7 +145,7 @@ async def _model_stages(index: Index, question: Question, allowance: Allowance,
     judged_any = False
     streamed = 0
     max_chunks = max(allowance.calls_left - 1, 1)  # keep one call for the final ranking
-    async for outcome in judge(allowance, question.text, pool, max_chunks=max_chunks):  # type: ignore[arg-type]
+    async for outcome in judge(allowance, question.text, pool, max_chunks=max_chunks):
         if isinstance(outcome, ModelError):
             problems.append(f"judging failed: {outcome}")
             if isinstance(outcome, BudgetSpent):
@@ -160,10 +162,10 @@ async def _model_stages(index: Index, question: Question, allowance: Allowance,
         stages.append("judge")
     promising = sorted((v for v in verdicts if v.score >= PASS_SCORE),
                        key=lambda v: (-v.score, v.item.path))[:FINAL_POOL]
-    final: list[RelevantItem] | None = None
+    final: list[RankedFile] | None = None
     if len(promising) >= 2:
         try:
-            placed = await rank(allowance, question.text, promising)  # type: ignore[arg-type]
+            placed = await rank(allowance, question.text, promising)
         except ModelError as error:
             problems.append(f"final ranking failed: {error}")
         else:

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import msgspec
 
-from filescout.model import ModelClient, ModelError, ask, estimate_tokens
+from filescout.model import Completes, ModelError, ask, estimate_tokens
 from filescout.redact import redact
 from filescout.records import FileEntry
 
@@ -115,7 +115,7 @@ def _question(system: str, user: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-async def judge_chunk(client: ModelClient, question: str, items: Sequence[FileEntry]) -> list[Verdict]:
+async def judge_chunk(client: Completes, question: str, items: Sequence[FileEntry]) -> list[Verdict]:
     listing = "\n".join(describe(item) for item in items)
     messages = _question(JUDGE_PROMPT, f"Request: {redact(question)}\n\nFiles:\n{listing}")
     answer = (await ask(client, messages, JudgeAnswer, name="judgement",
@@ -129,7 +129,7 @@ async def judge_chunk(client: ModelClient, question: str, items: Sequence[FileEn
     return verdicts
 
 
-async def judge(client: ModelClient, question: str, items: Sequence[FileEntry], *,
+async def judge(client: Completes, question: str, items: Sequence[FileEntry], *,
                 max_chunks: int) -> AsyncIterator[list[Verdict] | ModelError]:
     """Judge chunks in parallel; yield each chunk's verdicts as it completes (or the error that
     stopped it)."""
@@ -147,14 +147,14 @@ async def judge(client: ModelClient, question: str, items: Sequence[FileEntry], 
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def rank(client: ModelClient, question: str, verdicts: Sequence[Verdict]) -> list[Verdict]:
+async def rank(client: Completes, question: str, verdicts: Sequence[Verdict]) -> list[Verdict]:
     listing = "\n".join(f"{describe(v.item)}\n  first judgement: {v.score:g}/10, {redact(v.reason)}"
                         for v in verdicts)
     messages = _question(FINAL_PROMPT, f"Request: {redact(question)}\n\nFiles:\n{listing}")
     answer = (await ask(client, messages, FinalAnswer, name="ranking",
                         max_output_tokens=45 * len(verdicts) + 60)).value
     offered = {verdict.item.path: verdict for verdict in verdicts}
-    placed = []
+    placed: list[Verdict] = []
     for entry in answer.files:
         verdict = offered.pop(entry.path, None)
         if verdict is not None:
@@ -163,7 +163,7 @@ async def rank(client: ModelClient, question: str, verdicts: Sequence[Verdict]) 
     return placed
 
 
-async def pick_tags(client: ModelClient, question: str, vocabulary: Sequence[tuple[str, int]]) -> list[str]:
+async def pick_tags(client: Completes, question: str, vocabulary: Sequence[tuple[str, int]]) -> list[str]:
     if not vocabulary:
         return []
     listing = redact(", ".join(f"{tag} ({count})" for tag, count in vocabulary[:TAG_VOCABULARY]))

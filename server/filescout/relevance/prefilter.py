@@ -137,14 +137,14 @@ async def prefilter(index: Index, query: Query, *, limit: int, scope: PathFilter
         if path not in facts:
             continue
         _, symbols = facts[path]
-        named = [symbol for symbol in symbols if len(symbol) >= 3 and symbol.lower() in query.names]
-        ranked.append((score * (1 + NAMED_SYMBOL) if named else score, path, named_file, used, named))
+        defined = [symbol for symbol in symbols if len(symbol) >= 3 and symbol.lower() in query.names]
+        ranked.append((score * (1 + NAMED_SYMBOL) if defined else score, path, named_file, used, defined))
     ranked.sort(key=lambda entry: (-entry[0], entry[1]))
     candidates: list[Candidate] = []
-    for score, path, named_file, used, named in ranked[:limit]:
+    for score, path, named_file, used, defined in ranked[:limit]:
         item, symbols = facts[path]
         reasons = ["the question names this file"] if named_file else []
-        reasons += ["defines " + ", ".join(named[:3])] if named else []
+        reasons += ["defines " + ", ".join(defined[:3])] if defined else []
         reasons += ["you used it recently"] if used else []
         reasons += explain(query, item, symbols)
         if not text_scores[path][0]:
