@@ -77,16 +77,19 @@ def make_workspace(root: Path, *, git: bool) -> Path:
     return root
 
 
-def make_large_workspace(root: Path, files: int) -> Path:
+def make_large_workspace(root: Path, files: int, *, grow: bool = True) -> Path:
     """Many small source files in nested directories, for tests that need indexing to take a
-    while. Sizes grow with the index, so the default order is predictable: small first."""
+    while. Sizes grow with the index, so the default order is predictable: small first. The
+    growth (trailing comment lines) is most of the annotation time: with `grow=False` every file
+    stays a few lines long, for tests that need many files but not slow annotation."""
     root.mkdir(parents=True, exist_ok=True)
     for index in range(files):
         path = root / f"pkg{index % 20}" / f"mod{index % 7}" / f"unit_{index:05d}.py"
         path.parent.mkdir(parents=True, exist_ok=True)
         body = "".join(f"def helper_{index}_{n}(value):\n    return value + {n}\n\n"
                        for n in range(1 + index % 5))
-        path.write_text(f'"""Unit {index} of the sample."""\n\n{body}' + "# pad\n" * (index // 50))
+        padding = "# pad\n" * (index // 50) if grow else ""
+        path.write_text(f'"""Unit {index} of the sample."""\n\n{body}{padding}')
     return root
 
 

@@ -35,7 +35,7 @@ class WorkDoneProgress:
         token = f"filescout/{kind}/{uuid.uuid4().hex[:12]}"
         try:
             await server.work_done_progress.create_async(token)
-        except Exception as exc:  # the client may refuse; progress is a nicety
+        except Exception as exc:  # noqa: BLE001 - the client may refuse; progress is a nicety
             log.info("client refused work-done progress: %s", exc)
             return NullProgress()
         return cls(server, token)

@@ -1,34 +1,88 @@
-"""A fast path for large partial results.
+"""Partial results (LSP `partialResultToken`) and their fast path.
 
-pygls serializes every outgoing message through cattrs and the standard json module, which
-walks each of 100K streamed items in Python. Partial results are plain msgspec Structs, so this
-encodes the whole `$/progress` message with msgspec (in C) and hands the bytes to pygls's own
-writer, with the same LSP framing."""
+Batches go out as list-valued `$/progress` notifications, and the final response holds only
+what was not streamed. pygls serializes every outgoing message through cattrs and the standard
+json module, which walks each of 100K streamed items in Python. Partial results are plain msgspec
+Structs, so the whole notification is encoded with msgspec (in C) and handed to the protocol's
+writer (`protocol.writer`, set through the public `set_writer`) with the framing pygls uses for
+its own messages; a unit test holds the two to the same shape."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import msgspec
+from filescout_protocol.types import FindRelevantResult
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+
+if TYPE_CHECKING:
+    from pygls.io_ import AsyncWriter, Writer
+
+    from filescout.lsp.progress import ClientProgress
+    from filescout.engine.answers import FindUpdate
 
 _encoder = msgspec.json.Encoder()
 
+Token = str | int
 
-def send_partial_result(server: LanguageServer, token: str | int, items: Sequence[Any]) -> None:
+
+class FramingProtocol(LanguageServerProtocol):
+    """Remembers whether the transport frames messages with headers (stdio and TCP do,
+    websockets do not): pygls takes it as an argument of `set_writer` and keeps it private."""
+
+    framed = False
+
+    def set_writer(self, writer: AsyncWriter | Writer, include_headers: bool = True) -> None:
+        super().set_writer(writer, include_headers)
+        self.framed = include_headers
+
+
+def frame(protocol: LanguageServerProtocol, body: bytes) -> bytes:
+    """An encoded message with the LSP base-protocol header, as pygls writes its own."""
+    header = (f"Content-Length: {len(body)}\r\n"
+              f"Content-Type: {protocol.CONTENT_TYPE}; charset={protocol.CHARSET}\r\n\r\n")
+    return header.encode("ascii") + body
+
+
+def send_partial_result(server: LanguageServer, token: Token, items: Sequence[Any]) -> None:
+    """One batch of a partial result; transports without framing take pygls's own path."""
     protocol = server.protocol
     writer = protocol.writer
-    if writer is None or not protocol._include_headers:  # noqa: SLF001 - e.g. websockets
+    if writer is None or not (isinstance(protocol, FramingProtocol) and protocol.framed):
         server.progress(types.ProgressParams(token=token, value=msgspec.to_builtins(items)))
         return
-    body = _encoder.encode({"jsonrpc": "2.0", "method": "$/progress",
+    body = _encoder.encode({"jsonrpc": "2.0", "method": types.PROGRESS,
                             "params": {"token": token, "value": items}})
-    header = (f"Content-Length: {len(body)}\r\n"
-              f"Content-Type: {protocol.CONTENT_TYPE}; charset={protocol.CHARSET}\r\n\r\n").encode()
-    written = writer.write(header + body)
+    written = writer.write(frame(protocol, body))
     if inspect.isawaitable(written):
         asyncio.ensure_future(written)
+
+
+async def stream_batches(server: LanguageServer, token: Token,
+                         batches: AsyncIterator[Sequence[Any]]) -> list[Any]:
+    """Send every batch as a partial result; the final response is then empty."""
+    async for batch in batches:
+        send_partial_result(server, token, batch)
+    return []
+
+
+async def stream_relevant(server: LanguageServer, token: Token | None,
+                          updates: AsyncIterator[FindUpdate],
+                          progress: ClientProgress) -> FindRelevantResult:
+    """Each stage's ranking as a partial result (when asked for) and a progress report; the
+    answer leaves out the items when the last ranking streamed was already the final one."""
+    streamed: list[str] = []
+    async for update in updates:
+        if update.done:
+            paths = [item.path for item in update.items]
+            return update.result([] if token is not None and paths == streamed else None)
+        progress.report(f"{update.stage}: {len(update.items)} files")
+        if token is not None and update.items:
+            send_partial_result(server, token, update.items)
+            streamed = [item.path for item in update.items]
+    raise AssertionError("the relevance stages ended without an answer")

@@ -71,7 +71,7 @@ async def test_kill_during_annotation_then_restart_resumes(tmp_path: Path) -> No
 
 
 async def test_kill_during_scan_leaves_a_usable_index(tmp_path: Path) -> None:
-    root = make_large_workspace(tmp_path / "ws", 20000)
+    root = make_large_workspace(tmp_path / "ws", 20000, grow=False)  # many files, quick to annotate
 
     def scanned() -> int:
         counts = [int(report.message.split()[1].split("/")[0])

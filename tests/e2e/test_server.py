@@ -1,4 +1,6 @@
-"""End to end: the real server as a subprocess over stdio, driven by a pytest-lsp client."""
+"""End to end: the real server as a subprocess over stdio, driven by a pytest-lsp client. Each
+test here changes what its server knows (files, settings, a restart, the use a question records),
+so each starts its own; requests that change nothing share one in test_server_reads.py."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
 
 from support import (
     SAMPLE_BINARY,
@@ -38,62 +39,6 @@ async def client(workspace: Path, tmp_path: Path):
     await stop_client(client)
 
 
-async def test_streamed_files_are_exactly_the_indexable_text_files(client) -> None:
-    batches, final = await get_files_streamed(client, "stream-1", batchSize=3)
-    items = [item for batch in batches for item in batch]
-    assert final == []
-    assert len(batches) == -(-len(TEXT_FILES) // 3)
-    assert all(len(batch) <= 3 for batch in batches)
-    assert sorted(item["path"] for item in items) == sorted(TEXT_FILES)
-    for item in items:
-        assert item["summary"].strip(), item
-        assert item["status"] == "annotated", item
-        assert set(item) >= {"path", "summary", "tags", "language", "kind", "size", "mtime"}
-    by_path = {item["path"]: item for item in items}
-    assert by_path["src/shop/cart.py"]["language"] == "python"
-    assert "ShoppingCart" in by_path["src/shop/cart.py"]["summary"]
-    assert by_path["tests/test_cart.py"]["kind"] == "test"
-    assert by_path["web/checkoutForm.ts"]["language"] == "typescript"
-
-
-async def test_indexing_reports_work_done_progress(client) -> None:
-    tokens = [token for token in client.progress_reports if str(token).startswith("filescout/index")]
-    assert len(tokens) == 1
-    reports = client.progress_reports[tokens[0]]
-    assert isinstance(reports[0], types.WorkDoneProgressBegin)
-    assert isinstance(reports[-1], types.WorkDoneProgressEnd)
-    percentages = [report.percentage for report in reports[1:-1] if report.percentage is not None]
-    assert percentages == sorted(percentages)
-    assert "indexed" in (reports[-1].message or "")
-
-
-async def test_paging_with_cursor_walks_every_file_once(client) -> None:
-    seen: list[str] = []
-    cursor = None
-    pages = 0
-    while True:
-        params = {"limit": 4} if cursor is None else {"limit": 4, "cursor": cursor}
-        page = as_dict(await client.protocol.send_request_async("files/getFiles", params))
-        seen.extend(item["path"] for item in page["items"])
-        pages += 1
-        cursor = page["nextCursor"]
-        if cursor is None:
-            break
-    assert seen == sorted(TEXT_FILES)
-    assert pages == -(-len(TEXT_FILES) // 4)
-
-
-async def test_glob_and_prefix_filters(client) -> None:
-    page = as_dict(await client.protocol.send_request_async("files/getFiles", {"globs": ["*.py"]}))
-    assert {item["path"] for item in page["items"]} == {p for p in TEXT_FILES if p.endswith(".py")}
-    page = as_dict(await client.protocol.send_request_async(
-        "files/getFiles", {"paths": ["src/shop/payments"], "globs": ["!__init__.py"]}))
-    assert [item["path"] for item in page["items"]] == ["src/shop/payments/stripe_gateway.py"]
-    page = as_dict(await client.protocol.send_request_async(
-        "files/getFiles", {"paths": ["src/shop/cart.py", "web"]}))
-    assert [item["path"] for item in page["items"]] == ["src/shop/cart.py", "web/checkoutForm.ts"]
-
-
 async def test_edit_then_reindex_updates_the_entry(client, workspace: Path) -> None:
     target = workspace / "src/shop/cart.py"
     target.write_text('"""Wishlist storage for saved products."""\n\nclass Wishlist:\n    pass\n')
@@ -120,40 +65,6 @@ async def test_reindex_sees_new_and_deleted_files(client, workspace: Path) -> No
     assert paths == (TEXT_FILES - {"web/checkoutForm.ts"}) | {"src/shop/inventory.py"}
 
 
-@pytest.mark.parametrize(
-    ("method", "params", "expected"),
-    [
-        ("files/getFiles", {"limit": "ten"}, "limit"),
-        ("files/getFiles", {"limit": 0}, "limit"),
-        ("files/getFiles", {"glob": ["*.py"]}, "glob"),
-        ("files/getFiles", {"globs": ["../*.py"]}, "globs[0]"),
-        ("files/getFiles", {"paths": ["/etc"]}, "paths[0]"),
-        ("files/getFiles", {"paths": ["src/../../etc"]}, "paths[0]"),
-        ("files/getFiles", {"cursor": "not-a-cursor"}, "cursor"),
-        ("files/getFiles", [1, 2], "object"),
-        ("files/findRelevant", {}, "query"),
-        ("files/findRelevant", {"query": "   "}, "query"),
-        ("files/findRelevant", {"query": "cart", "limit": 100000}, "limit"),
-        ("files/findRelevant", {"query": "cart", "scope": {"paths": ["../x"]}}, "scope.paths[0]"),
-    ],
-)
-async def test_bad_params_get_invalid_params_and_server_keeps_serving(
-        client, method: str, params: object, expected: str) -> None:
-    with pytest.raises(JsonRpcException) as caught:
-        await client.protocol.send_request_async(method, params)
-    assert caught.value.code == -32602
-    assert expected in caught.value.message
-    page = as_dict(await client.protocol.send_request_async("files/getFiles", {"limit": 1}))
-    assert len(page["items"]) == 1
-
-
-async def test_bad_command_arguments_get_invalid_params(client) -> None:
-    with pytest.raises(JsonRpcException) as caught:
-        await execute(client, "filescout.status", {"verbose": True})
-    assert caught.value.code == -32602
-    assert "no arguments" in caught.value.message
-
-
 async def test_find_relevant_lexical_stage(client) -> None:
     result = as_dict(await client.protocol.send_request_async(
         "files/findRelevant", {"query": "refund a Stripe charge", "limit": 3}))
@@ -174,19 +85,6 @@ async def test_find_relevant_streams_with_partial_result_token(client) -> None:
     assert result["items"] == []
     streamed = [item for batch in client.partial_results["fr-1"] for item in batch]
     assert streamed[0]["path"] == "src/shop/cart.py"
-
-
-async def test_status_command(client, workspace: Path) -> None:
-    status = as_dict(await execute(client, "filescout.status"))
-    assert status["root"] == str(workspace.resolve())
-    assert status["files"] == len(TEXT_FILES) + len(SAMPLE_BINARY)
-    assert status["byStatus"] == {"annotated": len(TEXT_FILES), "skipped": len(SAMPLE_BINARY)}
-    assert status["byKind"]["binary"] == len(SAMPLE_BINARY)
-    assert status["role"] == "writer"
-    assert status["phase"] == "idle"
-    assert status["lastScan"].endswith("Z")
-    assert Path(status["dbPath"]).exists()
-    assert oct(Path(status["dbPath"]).stat().st_mode & 0o777) == oct(0o600)
 
 
 async def test_capabilities_advertise_commands_and_methods(workspace: Path, tmp_path: Path) -> None:

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 VSCODE = REPO / "editor-clients" / "vscode"
 NEOVIM = REPO / "editor-clients" / "neovim"
+NEOVIM_TEST = Path(__file__).resolve().parent / "nvim" / "plugin_test.lua"
 FILES = {
     "README.md": "# Shop\n\nA small web shop.\n",
     "src/shop/cart.py": '"""Shopping cart: items and totals with discounts."""\n\nclass ShoppingCart:\n    pass\n\n'
@@ -49,7 +50,7 @@ def test_neovim_plugin_against_the_server(tmp_path: Path) -> None:
     nvim = tool("nvim")
     root = workspace(tmp_path / "ws")
     result = subprocess.run(
-        [nvim, "--headless", "--clean", "-l", str(REPO / "tests" / "nvim" / "plugin_test.lua"),
+        [nvim, "--headless", "--clean", "-l", str(NEOVIM_TEST),
          str(NEOVIM), str(root), sys.executable, str(tmp_path / "cache")],
         capture_output=True, text=True, timeout=180, env={**os.environ, "HOME": str(tmp_path)})
     assert result.returncode == 0, result.stdout + result.stderr
