@@ -33,8 +33,11 @@ from filescout.annotate.structural import annotate_structure
 from filescout.ignore import IgnoreRules
 from filescout.scan import enumerate_files, read_record, stat_inside
 
-TYPICAL_ANSWER = ('{"path": "src/package/module_name.py", "summary": "' + "x" * 300 +
-                  '", "tags": ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]},')
+TYPICAL_ANSWER = (
+    '{"path": "src/package/module_name.py", "summary": "'
+    + "x" * 300
+    + '", "tags": ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]},'
+)
 
 
 @dataclass
@@ -62,8 +65,11 @@ def load(root: Path) -> list[FileToAnnotate]:
         if record is None or record.skip_reason is not None:
             continue
         text = (root / relative).read_bytes()[: 256 * 1024].decode("utf-8", errors="replace")
-        items.append(FileToAnnotate(path=relative, hash=record.hash, language=record.language,
-                                    kind=record.kind, text=text))
+        items.append(
+            FileToAnnotate(
+                path=relative, hash=record.hash, language=record.language, kind=record.kind, text=text
+            )
+        )
     return items
 
 
@@ -71,10 +77,13 @@ def measure(root: Path, encoding: tiktoken.Encoding, file_tokens: int, request_t
     items = load(root)
     started = time.perf_counter()
     outlines = [annotate_structure(item) for item in items]
-    result = Measured(files=len(items), structural_seconds=time.perf_counter() - started,
-                      long_ours=[], long_whole=[])
-    inputs = [ModelInput(path=i.path, hash=i.hash, language=i.language, kind=i.kind, text=i.text,
-                         outline=o) for i, o in zip(items, outlines)]
+    result = Measured(
+        files=len(items), structural_seconds=time.perf_counter() - started, long_ours=[], long_whole=[]
+    )
+    inputs = [
+        ModelInput(path=i.path, hash=i.hash, language=i.language, kind=i.kind, text=i.text, outline=o)
+        for i, o in zip(items, outlines, strict=True)
+    ]
     count = lambda text: len(encoding.encode(text, disallowed_special=()))  # noqa: E731
     system = count(SYSTEM_PROMPT)
     answer = count(TYPICAL_ANSWER)
@@ -82,7 +91,7 @@ def measure(root: Path, encoding: tiktoken.Encoding, file_tokens: int, request_t
         rendered = [count(text) for _, text in group]
         result.requests += 1
         result.ours_input += system + sum(rendered) + 12
-        for (item, _), tokens in zip(group, rendered):
+        for (item, _), tokens in zip(group, rendered, strict=True):
             lines = item.text.count("\n") + 1
             whole = count(item.text)
             result.whole_input += system + whole + 12
@@ -96,7 +105,9 @@ def measure(root: Path, encoding: tiktoken.Encoding, file_tokens: int, request_t
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("workspaces", nargs="+", type=Path)
     parser.add_argument("--file-tokens", type=int, default=1200)
     parser.add_argument("--request-tokens", type=int, default=6000)
@@ -109,8 +120,16 @@ def main() -> int:
     for root in args.workspaces:
         m = measure(root.resolve(), encoding, args.file_tokens, args.request_tokens)
         rows.append((root.name, m))
-        for name in ("files", "structural_seconds", "ours_input", "whole_input", "requests", "output",
-                     "chars", "content_tokens"):
+        for name in (
+            "files",
+            "structural_seconds",
+            "ours_input",
+            "whole_input",
+            "requests",
+            "output",
+            "chars",
+            "content_tokens",
+        ):
             setattr(total, name, getattr(total, name) + getattr(m, name))
         total.long_ours += m.long_ours or []
         total.long_whole += m.long_whole or []
@@ -119,22 +138,32 @@ def main() -> int:
     def cost(m: Measured) -> float:
         return (m.ours_input * args.price_in + m.output * args.price_out) / 1e6 / m.files * 1000
 
-    print(f"## Annotation — {datetime.now(timezone.utc):%Y-%m-%d}, {platform.machine()}, "
-          f"Python {platform.python_version()}\n")
-    print(f"file tokens {args.file_tokens}, request tokens {args.request_tokens}, prices "
-          f"${args.price_in}/M in, ${args.price_out}/M out; tokens counted with cl100k_base\n")
-    print("| workspace | files | structural files/s | requests | input tokens/file (ours) | "
-          "whole-file input tokens/file | ratio | output tokens/file | $ per 1K files |")
+    print(
+        f"## Annotation — {datetime.now(timezone.utc):%Y-%m-%d}, {platform.machine()}, "
+        f"Python {platform.python_version()}\n"
+    )
+    print(
+        f"file tokens {args.file_tokens}, request tokens {args.request_tokens}, prices "
+        f"${args.price_in}/M in, ${args.price_out}/M out; tokens counted with cl100k_base\n"
+    )
+    print(
+        "| workspace | files | structural files/s | requests | input tokens/file (ours) | "
+        "whole-file input tokens/file | ratio | output tokens/file | $ per 1K files |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for name, m in rows:
-        print(f"| {name} | {m.files} | {m.files / m.structural_seconds:.0f} | {m.requests} | "
-              f"{m.ours_input / m.files:.0f} | {m.whole_input / m.files:.0f} | "
-              f"{m.ours_input / m.whole_input:.2f} | {m.output / m.files:.0f} | {cost(m):.3f} |")
+        print(
+            f"| {name} | {m.files} | {m.files / m.structural_seconds:.0f} | {m.requests} | "
+            f"{m.ours_input / m.files:.0f} | {m.whole_input / m.files:.0f} | "
+            f"{m.ours_input / m.whole_input:.2f} | {m.output / m.files:.0f} | {cost(m):.3f} |"
+        )
     if total.long_ours:
-        print(f"\nfiles of 400–600 lines: {len(total.long_ours)}; input tokens per file: ours "
-              f"{statistics.mean(total.long_ours):.0f} (median {statistics.median(total.long_ours):.0f}), "
-              f"whole file {statistics.mean(total.long_whole):.0f} "
-              f"(median {statistics.median(total.long_whole):.0f})")
+        print(
+            f"\nfiles of 400–600 lines: {len(total.long_ours)}; input tokens per file: ours "
+            f"{statistics.mean(total.long_ours):.0f} (median {statistics.median(total.long_ours):.0f}), "
+            f"whole file {statistics.mean(total.long_whole):.0f} "
+            f"(median {statistics.median(total.long_whole):.0f})"
+        )
     print(f"\ncharacters per token in file contents: {total.chars / total.content_tokens:.2f}")
     return 0
 

@@ -24,16 +24,30 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from make_workspace import WORDS, generate  # noqa: E402
+from filescout.annotate.structural import ANNOTATOR_ID
+from filescout.config import db_path_for, load_settings
+from filescout.index import Index
+from filescout.relevance.filters import PathFilter
+from filescout.relevance.prefilter import prefilter
+from filescout.relevance.query import analyse
+from make_workspace import WORDS, generate
 
-from filescout.annotate.structural import ANNOTATOR_ID  # noqa: E402
-from filescout.config import db_path_for, load_settings  # noqa: E402
-from filescout.index import Index  # noqa: E402
-from filescout.relevance.prefilter import prefilter  # noqa: E402
-from filescout.relevance.filters import PathFilter  # noqa: E402
-from filescout.relevance.query import analyse  # noqa: E402
-
-FILLER = "how where does the handle for when with a which file should change fix".split()
+FILLER = [
+    "how",
+    "where",
+    "does",
+    "the",
+    "handle",
+    "for",
+    "when",
+    "with",
+    "a",
+    "which",
+    "file",
+    "should",
+    "change",
+    "fix",
+]
 
 
 def queries(count: int, seed: int = 11) -> list[str]:
@@ -51,7 +65,7 @@ def queries(count: int, seed: int = 11) -> list[str]:
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def in_process(root: Path, env: dict[str, str], texts: list[str]) -> list[float]:
@@ -78,14 +92,23 @@ class RawClient:
         self.next_id = 0
 
     @classmethod
-    async def start(cls, root: Path, cache: Path) -> "RawClient":
+    async def start(cls, root: Path, cache: Path) -> RawClient:
         env = {**os.environ, "FILESCOUT_CACHE_DIR": str(cache)}
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "filescout", "serve", env=env, limit=1 << 26,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+            sys.executable,
+            "-m",
+            "filescout",
+            "serve",
+            env=env,
+            limit=1 << 26,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
         client = cls(process)
-        await client.call("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(),
-                                         "capabilities": {}})
+        await client.call(
+            "initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {}}
+        )
         client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         return client
 
@@ -137,8 +160,9 @@ async def over_lsp(root: Path, cache: Path, texts: list[str]) -> dict[str, list[
                 arrivals.append(arrived)
 
         started = time.perf_counter()
-        finished, _ = await client.call("files/findRelevant",
-                                        {"query": text, "limit": 20, "partialResultToken": token}, partial)
+        finished, _ = await client.call(
+            "files/findRelevant", {"query": text, "limit": 20, "partialResultToken": token}, partial
+        )
         first.append((arrivals[0] if arrivals else finished) - started)
         total.append(finished - started)
     batches: list[tuple[float, int]] = []
@@ -148,10 +172,17 @@ async def over_lsp(root: Path, cache: Path, texts: list[str]) -> dict[str, list[
             batches.append((arrived, len(message["params"]["value"])))
 
     started = time.perf_counter()
-    finished, _ = await client.call("files/getFiles", {"partialResultToken": "all", "batchSize": 1000}, listed)
+    finished, _ = await client.call(
+        "files/getFiles", {"partialResultToken": "all", "batchSize": 1000}, listed
+    )
     await client.stop()
-    return {"first": first, "total": total, "files_first": [batches[0][0] - started],
-            "files_all": [finished - started], "files_count": [sum(count for _, count in batches)]}
+    return {
+        "first": first,
+        "total": total,
+        "files_first": [batches[0][0] - started],
+        "files_all": [finished - started],
+        "files_count": [sum(count for _, count in batches)],
+    }
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -161,35 +192,55 @@ async def main_async(args: argparse.Namespace) -> None:
         generate(root, args.files, seed=7)
     env = {**os.environ, "FILESCOUT_CACHE_DIR": str(args.cache)}
     print("indexing (kept in the cache between runs) ...", file=sys.stderr)
-    subprocess.run([sys.executable, "-m", "filescout", "index", str(root)], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "filescout", "index", str(root)],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     texts = queries(args.queries)
     prefilter_times = await in_process(root, env, texts)
     lsp = await over_lsp(root, args.cache, texts)
     started = time.perf_counter()
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=root, capture_output=True, check=False)
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=root,
+        capture_output=True,
+        check=False,
+    )
     git_seconds = time.perf_counter() - started
     ms = lambda seconds: f"{seconds * 1000:.0f} ms"  # noqa: E731
-    print(f"## Query latency — {datetime.now(timezone.utc):%Y-%m-%d}, {platform.machine()}, "
-          f"Python {platform.python_version()}\n")
+    print(
+        f"## Query latency — {datetime.now(timezone.utc):%Y-%m-%d}, {platform.machine()}, "
+        f"Python {platform.python_version()}\n"
+    )
     print(f"{args.queries} queries on {root.name}; {lsp['files_count'][0]} files listed\n")
     print("| measure | p50 | p95 | goal | reference, same run |")
     print("|---|---|---|---|---|")
-    print(f"| prefilter (in the engine) | {ms(percentile(prefilter_times, .5))} | "
-          f"{ms(percentile(prefilter_times, .95))} | p95 ≤ 50 ms | |")
-    print(f"| findRelevant, request to first streamed result (over stdio) | "
-          f"{ms(percentile(lsp['first'], .5))} | {ms(percentile(lsp['first'], .95))} | ≤ 100 ms | |")
-    print(f"| findRelevant, request to response | {ms(percentile(lsp['total'], .5))} | "
-          f"{ms(percentile(lsp['total'], .95))} | | |")
+    print(
+        f"| prefilter (in the engine) | {ms(percentile(prefilter_times, 0.5))} | "
+        f"{ms(percentile(prefilter_times, 0.95))} | p95 ≤ 50 ms | |"
+    )
+    print(
+        f"| findRelevant, request to first streamed result (over stdio) | "
+        f"{ms(percentile(lsp['first'], 0.5))} | {ms(percentile(lsp['first'], 0.95))} | ≤ 100 ms | |"
+    )
+    print(
+        f"| findRelevant, request to response | {ms(percentile(lsp['total'], 0.5))} | "
+        f"{ms(percentile(lsp['total'], 0.95))} | | |"
+    )
     print(f"| getFiles, request to first batch of 1,000 | {ms(lsp['files_first'][0])} | | ≤ 20 ms | |")
-    print(f"| getFiles, the whole workspace streamed | {ms(lsp['files_all'][0])} | | ≤ 1.5 s | "
-          f"`git ls-files`: {ms(git_seconds)} (×{lsp['files_all'][0] / git_seconds:.1f}) |")
+    print(
+        f"| getFiles, the whole workspace streamed | {ms(lsp['files_all'][0])} | | ≤ 1.5 s | "
+        f"`git ls-files`: {ms(git_seconds)} (×{lsp['files_all'][0] / git_seconds:.1f}) |"
+    )
     del listed
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--workspace", type=Path, default=Path(__file__).parent / ".work" / "ws100k")
     parser.add_argument("--cache", type=Path, default=Path(__file__).parent / ".work" / "latency-cache")
     parser.add_argument("--files", type=int, default=100_000)

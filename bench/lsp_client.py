@@ -87,11 +87,12 @@ async def start(root: Path, cache: Path, *, watch: bool = True) -> BenchClient:
     capabilities = types.ClientCapabilities(
         window=types.WindowClientCapabilities(work_done_progress=True),
         workspace=types.WorkspaceClientCapabilities(
-            did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(
-                dynamic_registration=watch)),
+            did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(dynamic_registration=watch)
+        ),
     )
-    await client.initialize_async(types.InitializeParams(
-        capabilities=capabilities, root_uri=root.as_uri(), process_id=os.getpid()))
+    await client.initialize_async(
+        types.InitializeParams(capabilities=capabilities, root_uri=root.as_uri(), process_id=os.getpid())
+    )
     client.initialized(types.InitializedParams())
     return client
 

@@ -23,25 +23,248 @@ import subprocess
 import sys
 from pathlib import Path
 
-WORDS = """account address adapter admin alert api app archive asset audit auth backup badge
-balance batch billing blob bookmark browser buffer build bundle cache calendar campaign card cart
-catalog channel chart chat checkout client cluster code collection comment config connection
-contact content context cookie coupon course credential cron csv customer dashboard data database
-date debug decoder delivery deploy device diff discount dispatch document domain draft editor email
-embed encoder engine entry event export feature feed field file filter flag folder form format
-gateway geo grid group handler hash header health history hook host image import index inventory
-invoice item job journal key label layout ledger limit link list loader locale lock log login
-mailer manifest map market media member menu merge message metric middleware migration model
-module monitor network node notification order organization owner package page parser password
-payment peer permission pipeline plan plugin policy pool portal post preview price printer
-product profile project prompt provider proxy query queue quota rate reader receipt record
-redirect registry release report repository request resolver resource response review role
-route rule runner schedule schema scope search secret segment sender server service session
-setting share shipment signal sitemap slot snapshot socket source span stage state storage store
-stream subscription summary supplier survey sync table tag task team template tenant theme thread
-ticket timer token topic trace tracker transaction transform translation upload user validator
-vault vendor version video view visitor voucher wallet webhook widget worker workflow
-zone""".split()
+WORDS = [
+    "account",
+    "address",
+    "adapter",
+    "admin",
+    "alert",
+    "api",
+    "app",
+    "archive",
+    "asset",
+    "audit",
+    "auth",
+    "backup",
+    "badge",
+    "balance",
+    "batch",
+    "billing",
+    "blob",
+    "bookmark",
+    "browser",
+    "buffer",
+    "build",
+    "bundle",
+    "cache",
+    "calendar",
+    "campaign",
+    "card",
+    "cart",
+    "catalog",
+    "channel",
+    "chart",
+    "chat",
+    "checkout",
+    "client",
+    "cluster",
+    "code",
+    "collection",
+    "comment",
+    "config",
+    "connection",
+    "contact",
+    "content",
+    "context",
+    "cookie",
+    "coupon",
+    "course",
+    "credential",
+    "cron",
+    "csv",
+    "customer",
+    "dashboard",
+    "data",
+    "database",
+    "date",
+    "debug",
+    "decoder",
+    "delivery",
+    "deploy",
+    "device",
+    "diff",
+    "discount",
+    "dispatch",
+    "document",
+    "domain",
+    "draft",
+    "editor",
+    "email",
+    "embed",
+    "encoder",
+    "engine",
+    "entry",
+    "event",
+    "export",
+    "feature",
+    "feed",
+    "field",
+    "file",
+    "filter",
+    "flag",
+    "folder",
+    "form",
+    "format",
+    "gateway",
+    "geo",
+    "grid",
+    "group",
+    "handler",
+    "hash",
+    "header",
+    "health",
+    "history",
+    "hook",
+    "host",
+    "image",
+    "import",
+    "index",
+    "inventory",
+    "invoice",
+    "item",
+    "job",
+    "journal",
+    "key",
+    "label",
+    "layout",
+    "ledger",
+    "limit",
+    "link",
+    "list",
+    "loader",
+    "locale",
+    "lock",
+    "log",
+    "login",
+    "mailer",
+    "manifest",
+    "map",
+    "market",
+    "media",
+    "member",
+    "menu",
+    "merge",
+    "message",
+    "metric",
+    "middleware",
+    "migration",
+    "model",
+    "module",
+    "monitor",
+    "network",
+    "node",
+    "notification",
+    "order",
+    "organization",
+    "owner",
+    "package",
+    "page",
+    "parser",
+    "password",
+    "payment",
+    "peer",
+    "permission",
+    "pipeline",
+    "plan",
+    "plugin",
+    "policy",
+    "pool",
+    "portal",
+    "post",
+    "preview",
+    "price",
+    "printer",
+    "product",
+    "profile",
+    "project",
+    "prompt",
+    "provider",
+    "proxy",
+    "query",
+    "queue",
+    "quota",
+    "rate",
+    "reader",
+    "receipt",
+    "record",
+    "redirect",
+    "registry",
+    "release",
+    "report",
+    "repository",
+    "request",
+    "resolver",
+    "resource",
+    "response",
+    "review",
+    "role",
+    "route",
+    "rule",
+    "runner",
+    "schedule",
+    "schema",
+    "scope",
+    "search",
+    "secret",
+    "segment",
+    "sender",
+    "server",
+    "service",
+    "session",
+    "setting",
+    "share",
+    "shipment",
+    "signal",
+    "sitemap",
+    "slot",
+    "snapshot",
+    "socket",
+    "source",
+    "span",
+    "stage",
+    "state",
+    "storage",
+    "store",
+    "stream",
+    "subscription",
+    "summary",
+    "supplier",
+    "survey",
+    "sync",
+    "table",
+    "tag",
+    "task",
+    "team",
+    "template",
+    "tenant",
+    "theme",
+    "thread",
+    "ticket",
+    "timer",
+    "token",
+    "topic",
+    "trace",
+    "tracker",
+    "transaction",
+    "transform",
+    "translation",
+    "upload",
+    "user",
+    "validator",
+    "vault",
+    "vendor",
+    "version",
+    "video",
+    "view",
+    "visitor",
+    "voucher",
+    "wallet",
+    "webhook",
+    "widget",
+    "worker",
+    "workflow",
+    "zone",
+]
 
 LANGUAGES = [  # extension, weight, size range in lines
     (".py", 26, (20, 600)),
@@ -61,11 +284,116 @@ LANGUAGES = [  # extension, weight, size range in lines
 ]
 
 
-COMMON = """get set value data name error result config item list key type id index update create
-delete init handle request response user file path load save read write parse format check
-build run start stop open close add remove find count size count time date text message event
-state context options params args info status node element object field entry record""".split()
-SYLLABLES = "ba be bi bo bu da de di do ka ke ki ko la le li lo ma me mi mo na ne ni no ra re ri ro sa se si so ta te ti to va ve vi vo za ze zi zo".split()
+COMMON = [
+    "get",
+    "set",
+    "value",
+    "data",
+    "name",
+    "error",
+    "result",
+    "config",
+    "item",
+    "list",
+    "key",
+    "type",
+    "id",
+    "index",
+    "update",
+    "create",
+    "delete",
+    "init",
+    "handle",
+    "request",
+    "response",
+    "user",
+    "file",
+    "path",
+    "load",
+    "save",
+    "read",
+    "write",
+    "parse",
+    "format",
+    "check",
+    "build",
+    "run",
+    "start",
+    "stop",
+    "open",
+    "close",
+    "add",
+    "remove",
+    "find",
+    "count",
+    "size",
+    "count",
+    "time",
+    "date",
+    "text",
+    "message",
+    "event",
+    "state",
+    "context",
+    "options",
+    "params",
+    "args",
+    "info",
+    "status",
+    "node",
+    "element",
+    "object",
+    "field",
+    "entry",
+    "record",
+]
+SYLLABLES = [
+    "ba",
+    "be",
+    "bi",
+    "bo",
+    "bu",
+    "da",
+    "de",
+    "di",
+    "do",
+    "ka",
+    "ke",
+    "ki",
+    "ko",
+    "la",
+    "le",
+    "li",
+    "lo",
+    "ma",
+    "me",
+    "mi",
+    "mo",
+    "na",
+    "ne",
+    "ni",
+    "no",
+    "ra",
+    "re",
+    "ri",
+    "ro",
+    "sa",
+    "se",
+    "si",
+    "so",
+    "ta",
+    "te",
+    "ti",
+    "to",
+    "va",
+    "ve",
+    "vi",
+    "vo",
+    "za",
+    "ze",
+    "zi",
+    "zo",
+]
 
 
 class Vocabulary:
@@ -75,8 +403,11 @@ class Vocabulary:
     def __init__(self, rng: random.Random, mode: str) -> None:
         self.rng = rng
         self.mode = mode
-        self.tail = list(dict.fromkeys("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))
-                                       for _ in range(24_000)))
+        self.tail = list(
+            dict.fromkeys(
+                "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))) for _ in range(24_000)
+            )
+        )
         self.everything = WORDS + self.tail
         self.topics: dict[str, list[str]] = {}
         self.topic: list[str] = WORDS
@@ -118,31 +449,54 @@ def identifier(rng: random.Random, parts: int = 2, style: str = "snake") -> str:
 
 
 def python_source(rng: random.Random, lines: int) -> str:
-    out = [f'"""{identifier(rng, 3).replace("_", " ").capitalize()} utilities."""', "",
-           "import os", f"from .{pick(rng)} import {identifier(rng, 2, 'pascal')}", ""]
+    out = [
+        f'"""{identifier(rng, 3).replace("_", " ").capitalize()} utilities."""',
+        "",
+        "import os",
+        f"from .{pick(rng)} import {identifier(rng, 2, 'pascal')}",
+        "",
+    ]
     while len(out) < lines:
         if rng.random() < 0.3:
             out += [f"class {identifier(rng, 2, 'pascal')}:", f'    """{pick(rng)} holder."""', ""]
             for _ in range(rng.randint(1, 4)):
-                out += [f"    def {identifier(rng)}(self, {pick(rng)}):",
-                        f"        return {pick(rng)} * {rng.randint(1, 99)}", ""]
+                out += [
+                    f"    def {identifier(rng)}(self, {pick(rng)}):",
+                    f"        return {pick(rng)} * {rng.randint(1, 99)}",
+                    "",
+                ]
         else:
-            out += [f"def {identifier(rng)}({pick(rng)}, {pick(rng)}=None):",
-                    f"    value = os.environ.get('{pick(rng).upper()}')",
-                    f"    return value or {pick(rng)}", ""]
+            out += [
+                f"def {identifier(rng)}({pick(rng)}, {pick(rng)}=None):",
+                f"    value = os.environ.get('{pick(rng).upper()}')",
+                f"    return value or {pick(rng)}",
+                "",
+            ]
     return "\n".join(out[:lines]) + "\n"
 
 
 def curly_source(rng: random.Random, lines: int, ext: str) -> str:
-    keyword = {".go": "func", ".rs": "pub fn", ".java": "public static int", ".c": "int",
-               ".ts": "export function", ".tsx": "export function", ".js": "function"}.get(ext, "function")
+    keyword = {
+        ".go": "func",
+        ".rs": "pub fn",
+        ".java": "public static int",
+        ".c": "int",
+        ".ts": "export function",
+        ".tsx": "export function",
+        ".js": "function",
+    }.get(ext, "function")
     out = [f"// {identifier(rng, 3).replace('_', ' ')}: {pick(rng)} handling", ""]
     if ext == ".go":
         out = [f"// Package {pick(rng)} handles {pick(rng)}s.", f"package {pick(rng)}", ""]
     while len(out) < lines:
         name = identifier(rng, 2, "camel" if ext in (".ts", ".tsx", ".js", ".java") else "snake")
-        out += [f"{keyword} {name}(a, b) {{", f"  // {pick(rng)} {pick(rng)}",
-                f"  return a + b + {rng.randint(0, 1000)};", "}", ""]
+        out += [
+            f"{keyword} {name}(a, b) {{",
+            f"  // {pick(rng)} {pick(rng)}",
+            f"  return a + b + {rng.randint(0, 1000)};",
+            "}",
+            "",
+        ]
     return "\n".join(out[:lines]) + "\n"
 
 
@@ -158,11 +512,17 @@ def text_file(rng: random.Random, lines: int, ext: str) -> str:
     if ext == ".yaml":
         return "".join(f"{identifier(rng)}: {pick(rng)}\n" for _ in range(lines))
     if ext == ".css":
-        return "".join(f".{identifier(rng, 2).replace('_', '-')} {{ color: #{rng.randint(0, 0xFFFFFF):06x}; }}\n"
-                       for _ in range(lines))
+        return "".join(
+            f".{identifier(rng, 2).replace('_', '-')} {{ color: #{rng.randint(0, 0xFFFFFF):06x}; }}\n"
+            for _ in range(lines)
+        )
     if ext == ".sh":
-        return "#!/bin/sh\n# " + identifier(rng, 3).replace("_", " ") + "\n" + "".join(
-            f"echo {pick(rng)}\n" for _ in range(lines))
+        return (
+            "#!/bin/sh\n# "
+            + identifier(rng, 3).replace("_", " ")
+            + "\n"
+            + "".join(f"echo {pick(rng)}\n" for _ in range(lines))
+        )
     if ext == ".rb":
         return "".join(f"def {identifier(rng)}\n  :{pick(rng)}\nend\n" for _ in range(max(1, lines // 3)))
     return "\n".join(pick(rng) for _ in range(lines)) + "\n"
@@ -206,8 +566,11 @@ def generate(root: Path, files: int, seed: int, vocabulary: str = "realistic") -
                 counts["binary"] += 1
             elif roll < 0.013:
                 path = directory / f"{identifier(rng)}.csv"
-                path.write_text("".join(f"{rng.randint(0, 10**6)},{pick(rng)}\n"
-                                        for _ in range(rng.randint(2_000, 20_000))))
+                path.write_text(
+                    "".join(
+                        f"{rng.randint(0, 10**6)},{pick(rng)}\n" for _ in range(rng.randint(2_000, 20_000))
+                    )
+                )
                 counts["source"] += 1
             else:
                 ext = rng.choice(extensions)
@@ -215,8 +578,12 @@ def generate(root: Path, files: int, seed: int, vocabulary: str = "realistic") -
                 lines = int(low + (high - low) * rng.random() ** 3)  # most files are small
                 stem = identifier(rng, rng.randint(1, 3))
                 if rng.random() < 0.12 and ext in (".py", ".ts", ".go", ".js"):
-                    stem = {".py": f"test_{stem}", ".ts": f"{stem}.test", ".go": f"{stem}_test",
-                            ".js": f"{stem}.spec"}[ext]
+                    stem = {
+                        ".py": f"test_{stem}",
+                        ".ts": f"{stem}.test",
+                        ".go": f"{stem}_test",
+                        ".js": f"{stem}.spec",
+                    }[ext]
                 path = directory / f"{stem}{ext}"
                 path.write_text(content_for(rng, ext, lines), encoding="utf-8")
                 counts["source"] += 1
@@ -236,7 +603,9 @@ def generate(root: Path, files: int, seed: int, vocabulary: str = "realistic") -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("directory", type=Path)
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=7)
@@ -250,8 +619,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.git:
         subprocess.run(["git", "init", "-q", str(args.directory)], check=True)
     total = sum(len(files) for _, _, files in os.walk(args.directory) if ".git" not in _)
-    print(f"{args.directory}: {args.files} workspace files ({counts['binary']} binary), "
-          f"{counts['ignored']} ignored, {counts['vendored']} vendored; {total} files on disk")
+    print(
+        f"{args.directory}: {args.files} workspace files ({counts['binary']} binary), "
+        f"{counts['ignored']} ignored, {counts['vendored']} vendored; {total} files on disk"
+    )
     return 0
 
 

@@ -39,8 +39,43 @@ from filescout_protocol.types import FindRelevantParams
 
 # -- the baseline, as the cases' README specifies it -----------------------------------------
 
-BASELINE_STOPWORDS = frozenset("""a an and are as at be but by for if in into is it no not of on or
-such that the their then there these they this to was will with""".split())
+BASELINE_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    ]
+)
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
@@ -58,8 +93,11 @@ def baseline_tokens(text: str) -> list[str]:
 
 def baseline_documents(root: Path) -> dict[str, list[str]]:
     ignore_file = root / ".gitignore"
-    spec = pathspec.GitIgnoreSpec.from_lines(ignore_file.read_text(errors="replace").splitlines()) \
-        if ignore_file.is_file() else None
+    spec = (
+        pathspec.GitIgnoreSpec.from_lines(ignore_file.read_text(errors="replace").splitlines())
+        if ignore_file.is_file()
+        else None
+    )
     documents: dict[str, list[str]] = {}
     for current, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d != ".git" and not os.path.islink(os.path.join(current, d))]
@@ -81,8 +119,9 @@ def baseline_documents(root: Path) -> dict[str, list[str]]:
     return documents
 
 
-def bm25_rank(documents: dict[str, list[str]], query: str, *, k1: float = 1.5, b: float = 0.75,
-              limit: int = 100) -> list[str]:
+def bm25_rank(
+    documents: dict[str, list[str]], query: str, *, k1: float = 1.5, b: float = 0.75, limit: int = 100
+) -> list[str]:
     """Okapi BM25, Lucene variant (as bm25s computes it)."""
     n = len(documents)
     lengths = {path: len(tokens) for path, tokens in documents.items()}
@@ -107,6 +146,7 @@ def bm25_rank(documents: dict[str, list[str]], query: str, *, k1: float = 1.5, b
 
 
 # -- metrics ---------------------------------------------------------------------------------
+
 
 @dataclass
 class Scores:
@@ -133,6 +173,7 @@ class Scores:
 
 # -- workspaces ------------------------------------------------------------------------------
 
+
 def git_dir(repos: Path, repo: str) -> Path:
     base = repos / repo.replace("/", "+")
     for candidate in (base / ".git", base / "repo", base):
@@ -145,8 +186,9 @@ def workspace(work: Path, repos: Path, repo: str, parent: str) -> Path:
     target = work / repo.replace("/", "+") / parent
     if not (target / ".done").exists():
         target.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(["git", f"--git-dir={git_dir(repos, repo)}", "archive", parent],
-                                 check=True, capture_output=True).stdout
+        archive = subprocess.run(
+            ["git", f"--git-dir={git_dir(repos, repo)}", "archive", parent], check=True, capture_output=True
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
         (target / ".done").write_text("")
     return target
@@ -179,13 +221,16 @@ async def main_async(args: argparse.Namespace) -> int:
         for number, case in enumerate(cases, 1):
             root = workspace(args.work, args.repos, case["repo"], case["parent"])
             ranked, seconds, indexed = await filescout_rank(
-                root, case["query"], Path(temporary) / str(number), 100)
+                root, case["query"], Path(temporary) / str(number), 100
+            )
             index_seconds.append(indexed)
             for key in (case["repo"], "all"):
                 ours[key].add(ranked, case["gold"], seconds)
             if not set(case["gold"]) <= set(ranked[:5]):
-                misses.append(f"{case['repo']} {case['commit'][:8]}: gold {case['gold']} top5 {ranked[:5]}"
-                              f" | {case['query'][:100]!r}")
+                misses.append(
+                    f"{case['repo']} {case['commit'][:8]}: gold {case['gold']} top5 {ranked[:5]}"
+                    f" | {case['query'][:100]!r}"
+                )
             if not args.no_baseline:
                 documents = baseline_documents(root)
                 built = time.perf_counter()
@@ -193,18 +238,26 @@ async def main_async(args: argparse.Namespace) -> int:
                 for key in (case["repo"], "all"):
                     base[key].add(baseline, case["gold"], time.perf_counter() - built)
             print(f"{number}/{len(cases)} {case['repo']} {case['commit'][:8]}", file=sys.stderr)
-    print(f"## Relevance — {datetime.now(timezone.utc):%Y-%m-%d}, {platform.machine()}, "
-          f"Python {platform.python_version()}\n")
+    print(
+        f"## Relevance — {datetime.now(timezone.utc):%Y-%m-%d}, {platform.machine()}, "
+        f"Python {platform.python_version()}\n"
+    )
     print(f"{len(cases)} cases; filescout without a model (structural annotations, prefilter stage)\n")
     print("| repo | n | system | R@1 | R@5 | R@10 | Acc@5 | MRR | median query ms |")
     print("|---|---|---|---|---|---|---|---|---|")
     for repo in [*sorted(key for key in ours if key != "all"), "all"]:
         n = len(ours[repo].r1)
-        print(f"| {repo} | {n} | filescout | " + " | ".join(ours[repo].row())
-              + f" | {statistics.median(ours[repo].latency) * 1000:.1f} |")
+        print(
+            f"| {repo} | {n} | filescout | "
+            + " | ".join(ours[repo].row())
+            + f" | {statistics.median(ours[repo].latency) * 1000:.1f} |"
+        )
         if base:
-            print(f"| {repo} | {n} | BM25 baseline | " + " | ".join(base[repo].row())
-                  + f" | {statistics.median(base[repo].latency) * 1000:.1f} |")
+            print(
+                f"| {repo} | {n} | BM25 baseline | "
+                + " | ".join(base[repo].row())
+                + f" | {statistics.median(base[repo].latency) * 1000:.1f} |"
+            )
     print(f"\nindexing per workspace (structural): median {statistics.median(index_seconds):.2f} s")
     if args.misses:
         print("\n".join(["", "### cases without every gold file in the top 5", *misses]))
@@ -212,7 +265,9 @@ async def main_async(args: argparse.Namespace) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cases", type=Path, required=True)
     parser.add_argument("--repos", type=Path, required=True)
     parser.add_argument("--work", type=Path, default=Path(__file__).parent / ".work" / "relevance")

@@ -12,9 +12,10 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 FILE_HEADER = re.compile(r"^### (\S+) \(", re.MULTILINE)
 LISTED_FILE = re.compile(r"^- (\S+): ", re.MULTILINE)
@@ -96,34 +97,57 @@ class FakeOpenAI:
 
     @staticmethod
     def annotate(paths: list[str], request: Request) -> dict[str, Any]:
-        return {"files": [{"path": path, "summary": f"Model summary of {path}.",
-                           "tags": ["model", "Summarized"]} for path in paths]}
+        return {
+            "files": [
+                {"path": path, "summary": f"Model summary of {path}.", "tags": ["model", "Summarized"]}
+                for path in paths
+            ]
+        }
 
     def _respond(self, request: Request) -> tuple[int, dict[str, str], str, float]:
         with self.lock:
             action = self.per_kind.get(request.kind) or (
-                self.script.popleft() if self.script else self.default)
+                self.script.popleft() if self.script else self.default
+            )
         if action is None:
             action = Action()
         if action.status != 200 or action.body is not None:
-            body = action.body if action.body is not None else json.dumps(
-                {"error": {"message": f"scripted {action.status}", "type": "server_error"}})
+            body = (
+                action.body
+                if action.body is not None
+                else json.dumps({"error": {"message": f"scripted {action.status}", "type": "server_error"}})
+            )
             return action.status, action.headers, body, action.delay
         response_format = request.body.get("response_format") or {}
         if self.reject_json_schema and response_format.get("type") == "json_schema":
-            return 400, {}, json.dumps({"error": {
-                "message": "response_format json_schema is not supported by this server",
-                "type": "invalid_request_error"}}), action.delay
+            return (
+                400,
+                {},
+                json.dumps(
+                    {
+                        "error": {
+                            "message": "response_format json_schema is not supported by this server",
+                            "type": "invalid_request_error",
+                        }
+                    }
+                ),
+                action.delay,
+            )
         system = request.body["messages"][0]["content"]
         paths = FILE_HEADER.findall(request.text)
         if "rate how likely" in system:
             listed = LISTED_FILE.findall(request.text)
-            answer: Any = {"files": [{"path": path, "score": self.judge_score(path),
-                                      "reason": f"judged {path}"} for path in listed]}
+            answer: Any = {
+                "files": [
+                    {"path": path, "score": self.judge_score(path), "reason": f"judged {path}"}
+                    for path in listed
+                ]
+            }
         elif "Order them" in system:
             listed = LISTED_FILE.findall(request.text)
-            answer = {"files": [{"path": path, "reason": f"placed {path}"}
-                                for path in self.final_order(listed)]}
+            answer = {
+                "files": [{"path": path, "reason": f"placed {path}"} for path in self.final_order(listed)]
+            }
         elif "Pick the tags" in system:
             found = TAGS_LINE.search(request.text)
             offered = [item.rsplit(" (", 1)[0] for item in found.group(1).split(", ")] if found else []
@@ -133,12 +157,18 @@ class FakeOpenAI:
         answer = self.edit(request.kind, answer)
         content = answer if isinstance(answer, str) else json.dumps(answer)
         completion = {
-            "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": int(time.time()),
             "model": request.body.get("model"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": len(request.raw) // 4, "completion_tokens": 40 * max(len(paths), 1),
-                      "total_tokens": len(request.raw) // 4 + 40 * max(len(paths), 1)},
+            "choices": [
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+            ],
+            "usage": {
+                "prompt_tokens": len(request.raw) // 4,
+                "completion_tokens": 40 * max(len(paths), 1),
+                "total_tokens": len(request.raw) // 4 + 40 * max(len(paths), 1),
+            },
         }
         return 200, action.headers, json.dumps(completion), action.delay
 
@@ -146,14 +176,18 @@ class FakeOpenAI:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - stdlib name
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 raw = self.rfile.read(length).decode("utf-8")
-                request = Request(at=time.monotonic(), body=json.loads(raw), raw=raw,
-                                  headers={k.lower(): v for k, v in self.headers.items()})
+                request = Request(
+                    at=time.monotonic(),
+                    body=json.loads(raw),
+                    raw=raw,
+                    headers={k.lower(): v for k, v in self.headers.items()},
+                )
                 with fake.lock:
                     fake.requests.append(request)
                 status, headers, body, delay = fake._respond(request)

@@ -86,16 +86,22 @@ def make_large_workspace(root: Path, files: int, *, grow: bool = True) -> Path:
     for index in range(files):
         path = root / f"pkg{index % 20}" / f"mod{index % 7}" / f"unit_{index:05d}.py"
         path.parent.mkdir(parents=True, exist_ok=True)
-        body = "".join(f"def helper_{index}_{n}(value):\n    return value + {n}\n\n"
-                       for n in range(1 + index % 5))
+        body = "".join(
+            f"def helper_{index}_{n}(value):\n    return value + {n}\n\n" for n in range(1 + index % 5)
+        )
         padding = "# pad\n" * (index // 50) if grow else ""
         path.write_text(f'"""Unit {index} of the sample."""\n\n{body}{padding}')
     return root
 
 
 def run_git(root: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    }
     subprocess.run(["git", "-C", str(root), *args], check=True, env=env, capture_output=True)
 
 
@@ -136,14 +142,18 @@ def make_client() -> TestClient:
     return client
 
 
-async def start_client(root: Path, cache: Path, *, init_options: dict[str, Any] | None = None,
-                       editor: str = "visual_studio_code",
-                       env: dict[str, str] | None = None) -> TestClient:
+async def start_client(
+    root: Path,
+    cache: Path,
+    *,
+    init_options: dict[str, Any] | None = None,
+    editor: str = "visual_studio_code",
+    env: dict[str, str] | None = None,
+) -> TestClient:
     config = ClientServerConfig(
         server_command=SERVER_COMMAND,
         client_factory=make_client,
-        server_env={**os.environ, "XDG_CACHE_HOME": str(cache), "FILESCOUT_CACHE_DIR": "",
-                    **(env or {})},
+        server_env={**os.environ, "XDG_CACHE_HOME": str(cache), "FILESCOUT_CACHE_DIR": "", **(env or {})},
     )
     client = await config.start()
     params = types.InitializeParams(
@@ -170,8 +180,9 @@ def ended(client: LanguageClient, token: str | int) -> bool:
     return bool(reports) and isinstance(reports[-1], types.WorkDoneProgressEnd)
 
 
-async def wait_until(predicate: Callable[[], bool], *, timeout: float = 30.0,
-                     message: str = "condition") -> None:
+async def wait_until(
+    predicate: Callable[[], bool], *, timeout: float = 30.0, message: str = "condition"
+) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
@@ -179,24 +190,30 @@ async def wait_until(predicate: Callable[[], bool], *, timeout: float = 30.0,
         await asyncio.sleep(0.02)
 
 
-async def wait_for_indexing(client: LanguageClient, prefix: str = "filescout/index",
-                            count: int = 1, timeout: float = 60.0) -> None:
+async def wait_for_indexing(
+    client: LanguageClient, prefix: str = "filescout/index", count: int = 1, timeout: float = 60.0
+) -> None:
     """Wait until `count` work-done progresses whose token starts with `prefix` have ended."""
     await wait_until(
         lambda: sum(ended(client, token) for token in progress_tokens(client, prefix)) >= count,
-        message=f"{count} progress '{prefix}' to end", timeout=timeout,
+        message=f"{count} progress '{prefix}' to end",
+        timeout=timeout,
     )
 
 
-async def get_files_streamed(client: LanguageClient, token: str, **params: Any) -> tuple[list[list[dict]], Any]:
+async def get_files_streamed(
+    client: LanguageClient, token: str, **params: Any
+) -> tuple[list[list[dict]], Any]:
     result = await client.protocol.send_request_async(
-        "files/getFiles", {"partialResultToken": token, **params})
+        "files/getFiles", {"partialResultToken": token, **params}
+    )
     return client.partial_results.get(token, []), result
 
 
 async def execute(client: LanguageClient, command: str, *arguments: Any) -> Any:
     return await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command=command, arguments=list(arguments) or None))
+        types.ExecuteCommandParams(command=command, arguments=list(arguments) or None)
+    )
 
 
 async def file_item(client: LanguageClient, path: str) -> dict[str, Any] | None:

@@ -42,14 +42,18 @@ def _name(tp: Any) -> str | None:
 
 
 def generate() -> dict[str, Any]:
-    roots = [tp for pair in MESSAGES.values() for tp in pair
-             if tp is not None and not getattr(tp, "__args__", None)]
+    roots = [
+        tp
+        for pair in MESSAGES.values()
+        for tp in pair
+        if tp is not None and not getattr(tp, "__args__", None)
+    ]
     roots += list(PARTIAL_RESULTS.values()) + list(EXTRA_TYPES)
     unique = list(dict.fromkeys(roots))
     _, components = msgspec.json.schema_components(unique, ref_template=REF_TEMPLATE)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://filescout.dev/schema/protocol-v%d.json" % t.PROTOCOL_VERSION,
+        "$id": f"https://filescout.dev/schema/protocol-v{t.PROTOCOL_VERSION}.json",
         "title": "filescout protocol",
         "description": "Payloads of the filescout JSON-RPC methods and commands. "
         "Generated from filescout_protocol.types; do not edit by hand.",

@@ -103,8 +103,10 @@ class ModelSettings(_Payload, forbid_unknown_fields=True):
     ] = None
     base_url: Annotated[
         Union[str, None],
-        Meta(description="Endpoint, e.g. `http://127.0.0.1:11434/v1` for Ollama. Default: "
-             "OpenAI. Env: OPENAI_BASE_URL."),
+        Meta(
+            description="Endpoint, e.g. `http://127.0.0.1:11434/v1` for Ollama. Default: "
+            "OpenAI. Env: OPENAI_BASE_URL."
+        ),
     ] = None
     api_key: Annotated[
         Union[str, None],
@@ -119,18 +121,28 @@ class ModelSettings(_Payload, forbid_unknown_fields=True):
     max_retries: Annotated[int, Meta(ge=0, le=10, description="Retries after 429, 5xx and timeouts.")] = 4
     failure_pause: Annotated[
         float,
-        Meta(gt=0, le=3600, description="Seconds model calls pause after three failed calls in "
-             "a row; the pause doubles while the endpoint keeps failing."),
+        Meta(
+            gt=0,
+            le=3600,
+            description="Seconds model calls pause after three failed calls in "
+            "a row; the pause doubles while the endpoint keeps failing.",
+        ),
     ] = 30.0
     file_tokens: Annotated[
         int,
-        Meta(ge=200, le=32_000, description="Most content tokens sent for one file; the outline "
-             "covers the rest."),
+        Meta(
+            ge=200,
+            le=32_000,
+            description="Most content tokens sent for one file; the outline covers the rest.",
+        ),
     ] = 1200
     request_tokens: Annotated[
         int,
-        Meta(ge=500, le=200_000, description="Most input tokens in one request; small files share "
-             "requests up to this size."),
+        Meta(
+            ge=500,
+            le=200_000,
+            description="Most input tokens in one request; small files share requests up to this size.",
+        ),
     ] = 6000
     structured_output: Annotated[
         Literal["auto", "json_schema", "json_object", "none"],
@@ -160,8 +172,10 @@ class Settings(_Payload, forbid_unknown_fields=True):
 
     db_path: Annotated[
         Union[str, None],
-        Meta(description="Where the index lives. Default: a per-workspace folder under "
-             "$XDG_CACHE_HOME/filescout (or $FILESCOUT_CACHE_DIR)."),
+        Meta(
+            description="Where the index lives. Default: a per-workspace folder under "
+            "$XDG_CACHE_HOME/filescout (or $FILESCOUT_CACHE_DIR)."
+        ),
     ] = None
     max_file_size: Annotated[
         int,
@@ -173,13 +187,17 @@ class Settings(_Payload, forbid_unknown_fields=True):
     ] = []
     include: Annotated[
         list[Glob],
-        Meta(description="Patterns to index even when .gitignore, the built-in defaults or "
-             "`exclude` leave them out."),
+        Meta(
+            description="Patterns to index even when .gitignore, the built-in defaults or "
+            "`exclude` leave them out."
+        ),
     ] = []
     reconcile_interval: Annotated[
         Union[Annotated[int, Meta(ge=0)], None],
-        Meta(description="Seconds between background checks for changes the editor did not "
-             "report (0: never). Default: 60, or 600 when the editor watches files."),
+        Meta(
+            description="Seconds between background checks for changes the editor did not "
+            "report (0: never). Default: 60, or 600 when the editor watches files."
+        ),
     ] = None
     log_level: Literal["error", "warning", "info", "debug"] = "info"
     model: ModelSettings = msgspec.field(default_factory=ModelSettings)
@@ -222,8 +240,10 @@ class GetFilesParams(_Params):
     ] = "any"
     query: Annotated[
         Union[Annotated[str, Meta(min_length=1, max_length=2000)], None],
-        Meta(description="Keep files whose path, symbols, summary, tags or content match these "
-             "words (full-text search)."),
+        Meta(
+            description="Keep files whose path, symbols, summary, tags or content match these "
+            "words (full-text search)."
+        ),
     ] = None
     changed_since: Annotated[
         Union[Annotated[int, Meta(ge=0)], None],
@@ -237,9 +257,11 @@ class GetFilesParams(_Params):
     languages: list[Annotated[str, Meta(min_length=1, max_length=50)]] = []
     order_by: Annotated[
         Union[FileOrder, None],
-        Meta(description="`path`; `recent` (newest first); `frecency` (most and most recently "
-             "used first); `rank` (best match for `query` first). Default: `rank` with a "
-             "`query`, else `path`."),
+        Meta(
+            description="`path`; `recent` (newest first); `frecency` (most and most recently "
+            "used first); `rank` (best match for `query` first). Default: `rank` with a "
+            "`query`, else `path`."
+        ),
     ] = None
     limit: Union[
         Annotated[int, Meta(ge=1, le=10_000, description="Page size when not streaming.")],
@@ -289,28 +311,33 @@ class RelevanceOptions(_Params):
 
     use_model: Annotated[
         Union[bool, None],
-        Meta(description="false: the model-free stage only; default: use the configured model, "
-             "if any."),
+        Meta(description="false: the model-free stage only; default: use the configured model, if any."),
     ] = None
     max_model_calls: Annotated[
         int,
-        Meta(ge=1, le=50, description="Most model calls this request may make (judging chunks, "
-             "the final ranking, tag selection)."),
+        Meta(
+            ge=1,
+            le=50,
+            description="Most model calls this request may make (judging chunks, "
+            "the final ranking, tag selection).",
+        ),
     ] = 8
     max_tokens: Annotated[
         Union[Annotated[int, Meta(ge=100)], None],
-        Meta(description="Most model tokens this request may spend; stages that would exceed "
-             "it are skipped."),
+        Meta(
+            description="Most model tokens this request may spend; stages that would exceed it are skipped."
+        ),
     ] = None
     candidates: Annotated[
         int,
-        Meta(ge=1, le=300, description="How many of the model-free stage's best files the model "
-             "judges."),
+        Meta(ge=1, le=300, description="How many of the model-free stage's best files the model judges."),
     ] = 40
     select_tags: Annotated[
         bool,
-        Meta(description="Let the model pick relevant tags from the workspace's vocabulary and "
-             "add files carrying them to the candidates."),
+        Meta(
+            description="Let the model pick relevant tags from the workspace's vocabulary and "
+            "add files carrying them to the candidates."
+        ),
     ] = True
 
 
@@ -373,8 +400,10 @@ class ModelStatus(_Payload):
     annotator: str
     state: Annotated[
         Literal["active", "idle", "budget_spent", "unavailable", "refused", "privacy", "off"],
-        Meta(description="unavailable: the endpoint keeps failing (retried later); refused: it "
-             "rejected the API key or model; privacy: privacy mode is on; off: no model configured."),
+        Meta(
+            description="unavailable: the endpoint keeps failing (retried later); refused: it "
+            "rejected the API key or model; privacy: privacy mode is on; off: no model configured."
+        ),
     ]
     message: Union[str, None] = None
     tokens_today: int = 0
@@ -386,8 +415,10 @@ class ModelStatus(_Payload):
     queued_files: int = 0
     estimated_tokens_to_finish: Annotated[
         int,
-        Meta(description="Tokens to annotate what is still waiting, from the average so far (or "
-             "an estimate from file sizes before any call)."),
+        Meta(
+            description="Tokens to annotate what is still waiting, from the average so far (or "
+            "an estimate from file sizes before any call)."
+        ),
     ] = 0
     estimated_cost_to_finish: Annotated[
         Union[float, None],
@@ -413,8 +444,10 @@ class StatusResult(_Payload):
     ]
     role: Annotated[
         Literal["writer", "reader"],
-        Meta(description="reader: another filescout process indexes this workspace and this "
-             "one serves reads from the same index."),
+        Meta(
+            description="reader: another filescout process indexes this workspace and this "
+            "one serves reads from the same index."
+        ),
     ] = "writer"
     writer_pid: Union[int, None] = None
     queued: Annotated[int, Meta(description="Files waiting in the annotation queue.")] = 0
@@ -428,8 +461,11 @@ class AnnotateParams(_Params):
     paths: Annotated[list[RelativePath], Meta(min_length=1, max_length=200)]
     timeout: Annotated[
         float,
-        Meta(gt=0, le=600, description="Seconds to wait for the annotations before answering "
-             "with what is there."),
+        Meta(
+            gt=0,
+            le=600,
+            description="Seconds to wait for the annotations before answering with what is there.",
+        ),
     ] = 30.0
 
 

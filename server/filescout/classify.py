@@ -11,45 +11,168 @@ from dataclasses import dataclass
 from filescout.records import FileKind, SkipReason
 
 LANGUAGE_BY_EXTENSION: dict[str, str] = {
-    ".py": "python", ".pyi": "python", ".pyw": "python",
-    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
-    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
-    ".go": "go", ".rs": "rust", ".java": "java",
-    ".c": "c", ".h": "c",
-    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp",
-    ".cs": "csharp", ".rb": "ruby", ".php": "php",
-    ".kt": "kotlin", ".kts": "kotlin", ".swift": "swift", ".lua": "lua",
-    ".sh": "bash", ".bash": "bash", ".zsh": "bash",
-    ".scala": "scala", ".dart": "dart", ".ex": "elixir", ".exs": "elixir", ".erl": "erlang",
-    ".hs": "haskell", ".ml": "ocaml", ".clj": "clojure", ".r": "r", ".jl": "julia",
-    ".pl": "perl", ".pm": "perl", ".zig": "zig", ".nim": "nim", ".vue": "vue",
-    ".svelte": "svelte", ".sql": "sql", ".proto": "proto", ".graphql": "graphql",
-    ".html": "html", ".htm": "html", ".css": "css", ".scss": "scss", ".less": "css",
-    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown", ".rst": "rst",
-    ".txt": "text", ".adoc": "asciidoc",
-    ".json": "json", ".jsonc": "json", ".json5": "json", ".yaml": "yaml", ".yml": "yaml",
-    ".toml": "toml", ".ini": "ini", ".cfg": "ini", ".xml": "xml", ".csv": "csv",
-    ".tsv": "csv", ".jsonl": "json", ".ndjson": "json", ".tf": "hcl", ".hcl": "hcl",
-    ".gradle": "groovy", ".groovy": "groovy", ".cmake": "cmake", ".mk": "make",
-    ".bat": "batch", ".ps1": "powershell", ".vim": "vim", ".el": "elisp",
+    ".py": "python",
+    ".pyi": "python",
+    ".pyw": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+    ".hxx": "cpp",
+    ".cs": "csharp",
+    ".rb": "ruby",
+    ".php": "php",
+    ".kt": "kotlin",
+    ".kts": "kotlin",
+    ".swift": "swift",
+    ".lua": "lua",
+    ".sh": "bash",
+    ".bash": "bash",
+    ".zsh": "bash",
+    ".scala": "scala",
+    ".dart": "dart",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".erl": "erlang",
+    ".hs": "haskell",
+    ".ml": "ocaml",
+    ".clj": "clojure",
+    ".r": "r",
+    ".jl": "julia",
+    ".pl": "perl",
+    ".pm": "perl",
+    ".zig": "zig",
+    ".nim": "nim",
+    ".vue": "vue",
+    ".svelte": "svelte",
+    ".sql": "sql",
+    ".proto": "proto",
+    ".graphql": "graphql",
+    ".html": "html",
+    ".htm": "html",
+    ".css": "css",
+    ".scss": "scss",
+    ".less": "css",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".mdx": "markdown",
+    ".rst": "rst",
+    ".txt": "text",
+    ".adoc": "asciidoc",
+    ".json": "json",
+    ".jsonc": "json",
+    ".json5": "json",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".toml": "toml",
+    ".ini": "ini",
+    ".cfg": "ini",
+    ".xml": "xml",
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".jsonl": "json",
+    ".ndjson": "json",
+    ".tf": "hcl",
+    ".hcl": "hcl",
+    ".gradle": "groovy",
+    ".groovy": "groovy",
+    ".cmake": "cmake",
+    ".mk": "make",
+    ".bat": "batch",
+    ".ps1": "powershell",
+    ".vim": "vim",
+    ".el": "elisp",
 }
 LANGUAGE_BY_NAME: dict[str, str] = {
-    "Makefile": "make", "GNUmakefile": "make", "Dockerfile": "dockerfile",
-    "CMakeLists.txt": "cmake", "Rakefile": "ruby", "Gemfile": "ruby", "Vagrantfile": "ruby",
-    "BUILD": "starlark", "WORKSPACE": "starlark", "Justfile": "make", "justfile": "make",
+    "Makefile": "make",
+    "GNUmakefile": "make",
+    "Dockerfile": "dockerfile",
+    "CMakeLists.txt": "cmake",
+    "Rakefile": "ruby",
+    "Gemfile": "ruby",
+    "Vagrantfile": "ruby",
+    "BUILD": "starlark",
+    "WORKSPACE": "starlark",
+    "Justfile": "make",
+    "justfile": "make",
 }
 SHEBANG_LANGUAGES: dict[str, str] = {
-    "python": "python", "node": "javascript", "bash": "bash", "sh": "bash", "zsh": "bash",
-    "ruby": "ruby", "perl": "perl", "lua": "lua", "php": "php", "deno": "typescript",
+    "python": "python",
+    "node": "javascript",
+    "bash": "bash",
+    "sh": "bash",
+    "zsh": "bash",
+    "ruby": "ruby",
+    "perl": "perl",
+    "lua": "lua",
+    "php": "php",
+    "deno": "typescript",
 }
 
-SOURCE_LANGUAGES = frozenset({
-    "python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "csharp",
-    "ruby", "php", "kotlin", "swift", "lua", "bash", "scala", "dart", "elixir", "erlang",
-    "haskell", "ocaml", "clojure", "r", "julia", "perl", "zig", "nim", "vue", "svelte", "sql",
-    "proto", "graphql", "html", "css", "scss", "groovy", "starlark", "batch", "powershell",
-    "vim", "elisp", "dockerfile", "make", "cmake", "hcl",
-})
+SOURCE_LANGUAGES = frozenset(
+    {
+        "python",
+        "javascript",
+        "typescript",
+        "tsx",
+        "go",
+        "rust",
+        "java",
+        "c",
+        "cpp",
+        "csharp",
+        "ruby",
+        "php",
+        "kotlin",
+        "swift",
+        "lua",
+        "bash",
+        "scala",
+        "dart",
+        "elixir",
+        "erlang",
+        "haskell",
+        "ocaml",
+        "clojure",
+        "r",
+        "julia",
+        "perl",
+        "zig",
+        "nim",
+        "vue",
+        "svelte",
+        "sql",
+        "proto",
+        "graphql",
+        "html",
+        "css",
+        "scss",
+        "groovy",
+        "starlark",
+        "batch",
+        "powershell",
+        "vim",
+        "elisp",
+        "dockerfile",
+        "make",
+        "cmake",
+        "hcl",
+    }
+)
 DOC_LANGUAGES = frozenset({"markdown", "rst", "text", "asciidoc"})
 CONFIG_LANGUAGES = frozenset({"yaml", "toml", "ini"})
 DATA_LANGUAGES = frozenset({"csv", "xml"})
@@ -59,37 +182,161 @@ DOC_NAMES = re.compile(
     r"contributing|code_of_conduct|security|notice|todo)(\.[a-z0-9]+)?$",
     re.IGNORECASE,
 )
-CONFIG_NAMES = frozenset({
-    "package.json", "tsconfig.json", "jsconfig.json", "pyproject.toml", "setup.cfg",
-    "setup.py", "tox.ini", "pytest.ini", "mypy.ini", ".editorconfig", ".gitignore",
-    ".gitattributes", ".dockerignore", ".eslintrc", ".eslintrc.json", ".eslintrc.js",
-    ".prettierrc", ".babelrc", "babel.config.js", "webpack.config.js", "vite.config.ts",
-    "vite.config.js", "rollup.config.js", "jest.config.js", "karma.conf.js", ".npmignore",
-    "cargo.toml", "go.mod", "go.work", "pom.xml", "build.gradle", "settings.gradle",
-    "composer.json", "gemfile", "makefile", "dockerfile", "docker-compose.yml",
-    "docker-compose.yaml", "manifest.in", ".pre-commit-config.yaml", ".filescoutignore",
-    "filescout.toml", "requirements.txt", ".travis.yml", "codecov.yml", ".coveragerc",
-})
-GENERATED_NAMES = frozenset({
-    "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "cargo.lock",
-    "composer.lock", "gemfile.lock", "go.sum", "pipfile.lock", "uv.lock", "bun.lockb",
-    "npm-shrinkwrap.json", "flake.lock", "pdm.lock",
-})
-GENERATED_SUFFIXES = (
-    ".min.js", ".min.css", ".map", "_pb2.py", "_pb2_grpc.py", ".pb.go", ".pb.cc", ".pb.h",
-    ".generated.ts", ".generated.js", ".generated.cs", ".g.dart", ".designer.cs",
+CONFIG_NAMES = frozenset(
+    {
+        "package.json",
+        "tsconfig.json",
+        "jsconfig.json",
+        "pyproject.toml",
+        "setup.cfg",
+        "setup.py",
+        "tox.ini",
+        "pytest.ini",
+        "mypy.ini",
+        ".editorconfig",
+        ".gitignore",
+        ".gitattributes",
+        ".dockerignore",
+        ".eslintrc",
+        ".eslintrc.json",
+        ".eslintrc.js",
+        ".prettierrc",
+        ".babelrc",
+        "babel.config.js",
+        "webpack.config.js",
+        "vite.config.ts",
+        "vite.config.js",
+        "rollup.config.js",
+        "jest.config.js",
+        "karma.conf.js",
+        ".npmignore",
+        "cargo.toml",
+        "go.mod",
+        "go.work",
+        "pom.xml",
+        "build.gradle",
+        "settings.gradle",
+        "composer.json",
+        "gemfile",
+        "makefile",
+        "dockerfile",
+        "docker-compose.yml",
+        "docker-compose.yaml",
+        "manifest.in",
+        ".pre-commit-config.yaml",
+        ".filescoutignore",
+        "filescout.toml",
+        "requirements.txt",
+        ".travis.yml",
+        "codecov.yml",
+        ".coveragerc",
+    }
 )
-BINARY_EXTENSIONS = frozenset({
-    ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tiff", ".psd", ".pdf",
-    ".zip", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".tar", ".jar", ".war", ".whl",
-    ".so", ".dylib", ".dll", ".exe", ".o", ".a", ".lib", ".class", ".pyc", ".pyo",
-    ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp3", ".mp4", ".wav", ".ogg", ".mov",
-    ".avi", ".webm", ".sqlite", ".db", ".bin", ".dat", ".wasm", ".parquet", ".npy", ".pkl",
-})
+GENERATED_NAMES = frozenset(
+    {
+        "package-lock.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "poetry.lock",
+        "cargo.lock",
+        "composer.lock",
+        "gemfile.lock",
+        "go.sum",
+        "pipfile.lock",
+        "uv.lock",
+        "bun.lockb",
+        "npm-shrinkwrap.json",
+        "flake.lock",
+        "pdm.lock",
+    }
+)
+GENERATED_SUFFIXES = (
+    ".min.js",
+    ".min.css",
+    ".map",
+    "_pb2.py",
+    "_pb2_grpc.py",
+    ".pb.go",
+    ".pb.cc",
+    ".pb.h",
+    ".generated.ts",
+    ".generated.js",
+    ".generated.cs",
+    ".g.dart",
+    ".designer.cs",
+)
+BINARY_EXTENSIONS = frozenset(
+    {
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+        ".bmp",
+        ".ico",
+        ".webp",
+        ".tiff",
+        ".psd",
+        ".pdf",
+        ".zip",
+        ".gz",
+        ".tgz",
+        ".bz2",
+        ".xz",
+        ".7z",
+        ".rar",
+        ".tar",
+        ".jar",
+        ".war",
+        ".whl",
+        ".so",
+        ".dylib",
+        ".dll",
+        ".exe",
+        ".o",
+        ".a",
+        ".lib",
+        ".class",
+        ".pyc",
+        ".pyo",
+        ".woff",
+        ".woff2",
+        ".ttf",
+        ".otf",
+        ".eot",
+        ".mp3",
+        ".mp4",
+        ".wav",
+        ".ogg",
+        ".mov",
+        ".avi",
+        ".webm",
+        ".sqlite",
+        ".db",
+        ".bin",
+        ".dat",
+        ".wasm",
+        ".parquet",
+        ".npy",
+        ".pkl",
+    }
+)
 DATA_EXTENSIONS = frozenset({".csv", ".tsv", ".jsonl", ".ndjson", ".xml", ".svg", ".geojson"})
 
-TEST_DIRS = frozenset({"test", "tests", "__tests__", "spec", "specs", "testing", "e2e",
-                       "test_data", "testdata", "fixtures", "__mocks__"})
+TEST_DIRS = frozenset(
+    {
+        "test",
+        "tests",
+        "__tests__",
+        "spec",
+        "specs",
+        "testing",
+        "e2e",
+        "test_data",
+        "testdata",
+        "fixtures",
+        "__mocks__",
+    }
+)
 DOC_DIRS = frozenset({"docs", "doc", "documentation", "man"})
 TEST_FILE = re.compile(
     r"(^test_.*\.py$|.*_test\.py$|^conftest\.py$|.*_test\.go$|.*\.(test|spec)\.[cm]?[jt]sx?$|"
@@ -128,7 +375,7 @@ class Classification:
 def _split(path: str) -> tuple[str, str, list[str]]:
     """(name, lower-case suffix, lower-case parent directories), without pathlib's cost."""
     slash = path.rfind("/")
-    name = path[slash + 1:]
+    name = path[slash + 1 :]
     dot = name.rfind(".")
     suffix = name[dot:].lower() if dot > 0 else ""
     dirs = path[:slash].lower().split("/") if slash > 0 else []
@@ -145,7 +392,7 @@ def language_of(path: str, head: bytes = b"") -> str | None:
         return "dockerfile"
     if head.startswith(b"#!"):
         end = head.find(b"\n")
-        interpreter = head[2:end if end > 0 else 120].decode("latin-1")
+        interpreter = head[2 : end if end > 0 else 120].decode("latin-1")
         for word in reversed(interpreter.replace("/", " ").split()):
             base = re.sub(r"[\d.]+$", "", word)
             if base in SHEBANG_LANGUAGES:
@@ -169,8 +416,13 @@ def looks_generated(head: bytes) -> bool:
     """Machine-written files announce it near the top, or are minified into huge lines."""
     top = head[:2048]
     lowered = top.lower()
-    if (b"@generated" in top or b"DO NOT EDIT" in top or b"Code generated" in top
-            or b"auto-generated" in lowered or b"autogenerated" in lowered):
+    if (
+        b"@generated" in top
+        or b"DO NOT EDIT" in top
+        or b"Code generated" in top
+        or b"auto-generated" in lowered
+        or b"autogenerated" in lowered
+    ):
         return True
     sample = head[:BINARY_SNIFF_BYTES]
     if len(sample) >= 4096:

@@ -73,8 +73,11 @@ async def _with_workspace(path: str, refresh: bool, action: Callable[[Workspace]
         for warning in engine.warnings:
             print(f"filescout: {warning}", file=sys.stderr)
         if refresh and engine.role == "reader":
-            print(f"filescout: another filescout process (pid {engine.writer_pid}) is "
-                  "indexing this workspace; answering from its index", file=sys.stderr)
+            print(
+                f"filescout: another filescout process (pid {engine.writer_pid}) is "
+                "indexing this workspace; answering from its index",
+                file=sys.stderr,
+            )
         elif refresh:
             engine.start_indexing("index")
             await engine.wait_idle()
@@ -155,13 +158,24 @@ async def _status(engine: Workspace, as_json: bool) -> int:
     model = status.model
     if model is not None and model.state not in ("off",):
         budget = " / ".join(
-            f"{used} of {limit} {period}" for used, limit, period in (
+            f"{used} of {limit} {period}"
+            for used, limit, period in (
                 (model.tokens_today, model.daily_budget, "today"),
-                (model.tokens_this_month, model.monthly_budget, "this month")) if limit is not None)
+                (model.tokens_this_month, model.monthly_budget, "this month"),
+            )
+            if limit is not None
+        )
         print(f"model      {model.state}" + (f" ({model.message})" if model.message else ""))
-        print(f"  tokens   {model.tokens_today} today, {model.tokens_this_month} this month"
-              + (f"; budget {budget}" if budget else "") + f"; {model.calls} calls, {model.failures} failed")
-        cost = f" (about {model.estimated_cost_to_finish:.2f})" if model.estimated_cost_to_finish is not None else ""
+        print(
+            f"  tokens   {model.tokens_today} today, {model.tokens_this_month} this month"
+            + (f"; budget {budget}" if budget else "")
+            + f"; {model.calls} calls, {model.failures} failed"
+        )
+        cost = (
+            f" (about {model.estimated_cost_to_finish:.2f})"
+            if model.estimated_cost_to_finish is not None
+            else ""
+        )
         print(f"  to do    {model.queued_files} files, about {model.estimated_tokens_to_finish} tokens{cost}")
     elif model is not None:
         print(f"model      off ({model.message})")
@@ -176,10 +190,14 @@ async def _status(engine: Workspace, as_json: bool) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="filescout",
-        description="File-relevance sidecar: index a workspace and find the files that matter.")
+        description="File-relevance sidecar: index a workspace and find the files that matter.",
+    )
     parser.add_argument("--version", action="version", version=f"filescout {__version__}")
-    parser.add_argument("--log-level", default=os.environ.get("FILESCOUT_LOG_LEVEL", "warning"),
-                        choices=sorted(logsetup.LEVELS))
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("FILESCOUT_LOG_LEVEL", "warning"),
+        choices=sorted(logsetup.LEVELS),
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="run the JSON-RPC server on stdio (or TCP)")
@@ -189,13 +207,26 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("path", nargs="?", default=".")
 
     def add_filters(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--glob", action="append", default=[], metavar="G",
-                         help="gitignore-style pattern; repeat for several, prefix ! to exclude")
-        sub.add_argument("--prefix", action="append", default=[], metavar="DIR",
-                         help="only files under this workspace-relative path")
+        sub.add_argument(
+            "--glob",
+            action="append",
+            default=[],
+            metavar="G",
+            help="gitignore-style pattern; repeat for several, prefix ! to exclude",
+        )
+        sub.add_argument(
+            "--prefix",
+            action="append",
+            default=[],
+            metavar="DIR",
+            help="only files under this workspace-relative path",
+        )
         sub.add_argument("--json", action="store_true", help="JSON lines instead of text")
-        sub.add_argument("--no-refresh", action="store_true",
-                         help="answer from the index as it is, without rescanning first")
+        sub.add_argument(
+            "--no-refresh",
+            action="store_true",
+            help="answer from the index as it is, without rescanning first",
+        )
 
     files = commands.add_parser("files", help="list indexed files with their summaries")
     files.add_argument("path", nargs="?", default=".")
@@ -241,8 +272,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "files":
             action, path, refresh = _files(args), args.path, not args.no_refresh
         elif args.command == "find":
-            path, query = (args.words[0], " ".join(args.words[1:])) if len(args.words) > 1 \
-                and Path(args.words[0]).is_dir() else (".", " ".join(args.words))
+            path, query = (
+                (args.words[0], " ".join(args.words[1:]))
+                if len(args.words) > 1 and Path(args.words[0]).is_dir()
+                else (".", " ".join(args.words))
+            )
             if not 1 <= args.limit <= 500:
                 print("filescout: --limit must be between 1 and 500", file=sys.stderr)
                 return 2

@@ -127,9 +127,13 @@ NO_KEY = "none"
 """The key sent to a local endpoint a workspace file names: local servers ignore it."""
 
 
-def vet_workspace_layer(layer: dict[str, Any], env_layer: Mapping[str, Any],
-                        editor_layer: Mapping[str, Any], warnings: list[str],
-                        root: Path | None = None) -> dict[str, Any]:
+def vet_workspace_layer(
+    layer: dict[str, Any],
+    env_layer: Mapping[str, Any],
+    editor_layer: Mapping[str, Any],
+    warnings: list[str],
+    root: Path | None = None,
+) -> dict[str, Any]:
     """Drop what a repository's own settings file may not decide for the user: where workspace
     content and the user's key go. It may pick an endpoint on this machine (which gets no key
     of the user's) and tune a model the user turned on; it cannot turn on a remote model."""
@@ -138,8 +142,10 @@ def vet_workspace_layer(layer: dict[str, Any], env_layer: Mapping[str, Any],
     if isinstance(model, Mapping):
         model = dict(model)
         env_model, editor_model = (user_layer.get("model") for user_layer in (env_layer, editor_layer))
-        user_model = {**(env_model if isinstance(env_model, Mapping) else {}),
-                      **(editor_model if isinstance(editor_model, Mapping) else {})}
+        user_model = {
+            **(env_model if isinstance(env_model, Mapping) else {}),
+            **(editor_model if isinstance(editor_model, Mapping) else {}),
+        }
         editor_key = isinstance(editor_model, Mapping) and "apiKey" in editor_model  # outranks ours
         base_url = model.get("baseUrl")
         local = isinstance(base_url, str) and is_loopback_url(base_url) and not editor_key
@@ -148,20 +154,26 @@ def vet_workspace_layer(layer: dict[str, Any], env_layer: Mapping[str, Any],
             local = False
         elif "baseUrl" in model and not local:
             del model["baseUrl"]
-            warnings.append(f"{CONFIG_FILE}: model.base_url ignored: a workspace file may only name "
-                            "an endpoint on this machine; set others in the editor or environment")
+            warnings.append(
+                f"{CONFIG_FILE}: model.base_url ignored: a workspace file may only name "
+                "an endpoint on this machine; set others in the editor or environment"
+            )
         if local:
             model.setdefault("apiKey", NO_KEY)  # the user's key never goes where a repository says
         elif "model" in model and not ("model" in user_model or "baseUrl" in user_model):
             del model["model"]
-            warnings.append(f"{CONFIG_FILE}: model.model ignored: a workspace file cannot turn on "
-                            "a remote model; name the model in the editor settings or FILESCOUT_MODEL")
+            warnings.append(
+                f"{CONFIG_FILE}: model.model ignored: a workspace file cannot turn on "
+                "a remote model; name the model in the editor settings or FILESCOUT_MODEL"
+            )
         layer["model"] = model
     db_path = layer.get("dbPath")
     if db_path is not None and not _inside_workspace(db_path, root):
         del layer["dbPath"]
-        warnings.append(f"{CONFIG_FILE}: db_path ignored: from a workspace file it must be a "
-                        "relative path inside the workspace")
+        warnings.append(
+            f"{CONFIG_FILE}: db_path ignored: from a workspace file it must be a "
+            "relative path inside the workspace"
+        )
     if layer.get("privacyMode") is False:
         del layer["privacyMode"]  # a repository may turn privacy mode on, never off
     return layer
@@ -172,8 +184,11 @@ def _inside_workspace(value: Any, root: Path | None) -> bool:
     if not isinstance(value, str) or not value or root is None:
         return False
     parts = value.replace("\\", "/").split("/")
-    if any(part.startswith("~") or part == ".." for part in parts) or \
-            PureWindowsPath(value).anchor or posixpath.isabs(value):
+    if (
+        any(part.startswith("~") or part == ".." for part in parts)
+        or PureWindowsPath(value).anchor
+        or posixpath.isabs(value)
+    ):
         return False
     try:
         return (root / value).resolve().is_relative_to(root.resolve())
@@ -181,8 +196,9 @@ def _inside_workspace(value: Any, root: Path | None) -> bool:
         return False
 
 
-def load_settings(root: Path | None, editor: Mapping[str, Any] | None = None,
-                  env: Mapping[str, str] = os.environ) -> LoadedSettings:
+def load_settings(
+    root: Path | None, editor: Mapping[str, Any] | None = None, env: Mapping[str, str] = os.environ
+) -> LoadedSettings:
     warnings: list[str] = []
     file_layer, file_problem = from_file(root)
     if file_problem:
@@ -190,8 +206,7 @@ def load_settings(root: Path | None, editor: Mapping[str, Any] | None = None,
     editor_layer = camelize(dict(editor or {}))
     env_layer = from_environment(env)
     file_layer = vet_workspace_layer(file_layer, env_layer, editor_layer, warnings, root)
-    layers = [("environment", env_layer), (CONFIG_FILE, file_layer),
-              ("editor settings", editor_layer)]
+    layers = [("environment", env_layer), (CONFIG_FILE, file_layer), ("editor settings", editor_layer)]
     merged: dict[str, Any] = {}
     for name, layer in layers:
         if not layer:

@@ -31,20 +31,72 @@ RULES_VERSION = 1
 """Part of the rules' fingerprint: raise it when matching changes, so indexes recheck paths."""
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     # version control and editor state
-    ".git/", ".hg/", ".svn/", ".jj/", ".idea/", ".vs/", ".DS_Store", "Thumbs.db",
+    ".git/",
+    ".hg/",
+    ".svn/",
+    ".jj/",
+    ".idea/",
+    ".vs/",
+    ".DS_Store",
+    "Thumbs.db",
     # dependencies and environments
-    "node_modules/", "bower_components/", "jspm_packages/", ".pnpm-store/", ".yarn/",
-    ".venv/", "venv/", ".tox/", ".nox/", ".eggs/", "*.egg-info/", "site-packages/",
+    "node_modules/",
+    "bower_components/",
+    "jspm_packages/",
+    ".pnpm-store/",
+    ".yarn/",
+    ".venv/",
+    "venv/",
+    ".tox/",
+    ".nox/",
+    ".eggs/",
+    "*.egg-info/",
+    "site-packages/",
     # caches
-    "__pycache__/", "*.pyc", "*.pyo", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/",
-    ".cache/", ".parcel-cache/", ".gradle/", ".turbo/", ".nyc_output/", ".sass-cache/",
+    "__pycache__/",
+    "*.pyc",
+    "*.pyo",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    ".ruff_cache/",
+    ".cache/",
+    ".parcel-cache/",
+    ".gradle/",
+    ".turbo/",
+    ".nyc_output/",
+    ".sass-cache/",
     # build output
-    "/build/", "/out/", "dist/", "target/", "coverage/", "htmlcov/", ".next/", ".nuxt/",
-    ".svelte-kit/", ".angular/", ".terraform/", "bazel-*/", "cmake-build-*/",
+    "/build/",
+    "/out/",
+    "dist/",
+    "target/",
+    "coverage/",
+    "htmlcov/",
+    ".next/",
+    ".nuxt/",
+    ".svelte-kit/",
+    ".angular/",
+    ".terraform/",
+    "bazel-*/",
+    "cmake-build-*/",
     # lock files: long, machine-written, and never what a question is about
-    "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb",
-    "poetry.lock", "Pipfile.lock", "uv.lock", "pdm.lock", "Cargo.lock", "composer.lock",
-    "Gemfile.lock", "go.sum", "flake.lock", "*.min.js", "*.min.css", "*.map",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "bun.lockb",
+    "poetry.lock",
+    "Pipfile.lock",
+    "uv.lock",
+    "pdm.lock",
+    "Cargo.lock",
+    "composer.lock",
+    "Gemfile.lock",
+    "go.sum",
+    "flake.lock",
+    "*.min.js",
+    "*.min.css",
+    "*.map",
 )
 GLOB_CHARS = re.compile(r"[*?\[]")
 NAMED_GROUP = re.compile(r"\(\?P<\w+>")
@@ -74,18 +126,30 @@ class PatternLayer:
     def __init__(self, spec: pathspec.GitIgnoreSpec, base: str) -> None:
         self.spec = spec
         self.base = base
-        active = [(pattern, pattern.regex) for pattern in spec.patterns
-                  if pattern.include is not None and pattern.regex is not None]
+        active = [
+            (pattern, pattern.regex)
+            for pattern in spec.patterns
+            if pattern.include is not None and pattern.regex is not None
+        ]
         self._directory_any = _combined([regex.pattern for _, regex in active])
-        file_regexes = [regex.pattern for pattern, regex in active
-                        if not str(getattr(pattern, "pattern", "")).endswith("/")]
+        file_regexes = [
+            regex.pattern
+            for pattern, regex in active
+            if not str(getattr(pattern, "pattern", "")).endswith("/")
+        ]
         # An unanchored pattern ("*.pyc") matches a file by its name alone: try those on the
         # name, the rest on the whole path.
-        by_name = [regex[len(ANY_DIRECTORY):] for regex in file_regexes
-                   if regex.startswith(ANY_DIRECTORY) and "/" not in
-                   regex[len(ANY_DIRECTORY):].replace("(?P<ps_d>/)", "").replace("[^/]", "")]
-        by_path = [regex for regex in file_regexes
-                   if not (regex.startswith(ANY_DIRECTORY) and regex[len(ANY_DIRECTORY):] in by_name)]
+        by_name = [
+            regex[len(ANY_DIRECTORY) :]
+            for regex in file_regexes
+            if regex.startswith(ANY_DIRECTORY)
+            and "/" not in regex[len(ANY_DIRECTORY) :].replace("(?P<ps_d>/)", "").replace("[^/]", "")
+        ]
+        by_path = [
+            regex
+            for regex in file_regexes
+            if not (regex.startswith(ANY_DIRECTORY) and regex[len(ANY_DIRECTORY) :] in by_name)
+        ]
         self._name_any = _combined(["^" + regex for regex in by_name])
         self._path_any = _combined(by_path)
         self._directory_verdicts: dict[str, bool | None] = {}
@@ -103,8 +167,11 @@ class PatternLayer:
         if directory in self._directory_verdicts:
             return self._directory_verdicts[directory]
         verdict = None
-        if directory and self._directory_any is not None and \
-                self._directory_any.match(directory + "/") is not None:
+        if (
+            directory
+            and self._directory_any is not None
+            and self._directory_any.match(directory + "/") is not None
+        ):
             verdict = self.spec.check_file(directory + "/").include
         self._directory_verdicts[directory] = verdict
         return verdict
@@ -114,19 +181,21 @@ class PatternLayer:
         if self.base:
             if not path.startswith(self.base + "/"):
                 return None
-            path = path[len(self.base) + 1:]
+            path = path[len(self.base) + 1 :]
         if is_dir:
             return self._directory_verdict(path)
         directory, _, name = path.rpartition("/")
-        if (self._name_any is not None and self._name_any.match(name) is not None) or \
-                (self._path_any is not None and self._path_any.match(path) is not None):
+        if (self._name_any is not None and self._name_any.match(name) is not None) or (
+            self._path_any is not None and self._path_any.match(path) is not None
+        ):
             return self.spec.check_file(path).include
         return self._directory_verdict(directory)
 
     @property
     def reincludes(self) -> list[str]:
-        texts = [getattr(pattern, "pattern", None) for pattern in self.spec.patterns
-                 if pattern.include is False]
+        texts = [
+            getattr(pattern, "pattern", None) for pattern in self.spec.patterns if pattern.include is False
+        ]
         return [text[1:] for text in texts if isinstance(text, str)]
 
 
@@ -143,11 +212,14 @@ def literal_prefix(pattern: str) -> str | None:
 
 
 class IgnoreRules:
-    def __init__(self, exclude: Sequence[str] = (), include: Sequence[str] = (),
-                 filescoutignore: Sequence[str] = ()) -> None:
-        self.fingerprint = hashlib.sha256(json.dumps(
-            [RULES_VERSION, DEFAULT_EXCLUDES, list(exclude), list(filescoutignore), list(include)]
-        ).encode()).hexdigest()
+    def __init__(
+        self, exclude: Sequence[str] = (), include: Sequence[str] = (), filescoutignore: Sequence[str] = ()
+    ) -> None:
+        self.fingerprint = hashlib.sha256(
+            json.dumps(
+                [RULES_VERSION, DEFAULT_EXCLUDES, list(exclude), list(filescoutignore), list(include)]
+            ).encode()
+        ).hexdigest()
         """Identifies filescout's own rules (git's are git's business): a path they let through
         once, they let through again while this stays the same."""
         defaults = PatternLayer.compile(DEFAULT_EXCLUDES)
@@ -162,8 +234,9 @@ class IgnoreRules:
         self._reinclude_prefixes = [literal_prefix(p) for p in self.reinclude_patterns]
 
     @classmethod
-    def for_workspace(cls, root: Path, exclude: Sequence[str] = (),
-                      include: Sequence[str] = ()) -> IgnoreRules:
+    def for_workspace(
+        cls, root: Path, exclude: Sequence[str] = (), include: Sequence[str] = ()
+    ) -> IgnoreRules:
         return cls(exclude, include, read_ignore_file(root / FILESCOUTIGNORE))
 
     @property
@@ -202,5 +275,7 @@ class IgnoreRules:
         """Whether a re-include pattern names a path inside `directory`, so that an excluded
         directory must still be entered."""
         inside = directory + "/"
-        return any(prefix is not None and (inside.startswith(prefix) or prefix.startswith(inside))
-                   for prefix in self._reinclude_prefixes)
+        return any(
+            prefix is not None and (inside.startswith(prefix) or prefix.startswith(inside))
+            for prefix in self._reinclude_prefixes
+        )

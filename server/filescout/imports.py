@@ -9,10 +9,12 @@ from __future__ import annotations
 import posixpath
 import re
 
-PYTHON_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+([\w., ()*]+)|import\s+([\w., ]+))",
-                           re.MULTILINE)
+PYTHON_IMPORT = re.compile(
+    r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+([\w., ()*]+)|import\s+([\w., ]+))", re.MULTILINE
+)
 JS_IMPORT = re.compile(
-    r"""(?:import\s[^'"]*?from\s*|import\s*\(?\s*|require\s*\(\s*|export\s[^'"]*?from\s*)['"]([^'"]+)['"]""")
+    r"""(?:import\s[^'"]*?from\s*|import\s*\(?\s*|require\s*\(\s*|export\s[^'"]*?from\s*)['"]([^'"]+)['"]"""
+)
 C_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 GO_IMPORT = re.compile(r'"([\w.\-/]+)"')
 GO_IMPORT_BLOCK = re.compile(r"^import\s*(?:\(([^)]*)\)|(\"[^\"]+\"))", re.MULTILINE)
@@ -20,8 +22,19 @@ RUST_MOD = re.compile(r"^\s*(?:pub\s+)?mod\s+(\w+)\s*;", re.MULTILINE)
 RUST_USE = re.compile(r"^\s*(?:pub\s+)?use\s+(?:crate|super|self)::([\w:]+)", re.MULTILINE)
 JVM_IMPORT = re.compile(r"^\s*import\s+(?:static\s+)?([\w.]+)", re.MULTILINE)
 RUBY_REQUIRE = re.compile(r"""^\s*require(?:_relative)?\s+['"]([^'"]+)['"]""", re.MULTILINE)
-JS_EXTENSIONS = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", "/index.ts", "/index.tsx",
-                 "/index.js", "/index.jsx")
+JS_EXTENSIONS = (
+    "",
+    ".ts",
+    ".tsx",
+    ".js",
+    ".jsx",
+    ".mjs",
+    ".cjs",
+    "/index.ts",
+    "/index.tsx",
+    "/index.js",
+    "/index.jsx",
+)
 
 
 def _ancestors(path: str) -> list[str]:
@@ -31,7 +44,9 @@ def _ancestors(path: str) -> list[str]:
 
 
 def _join(directory: str, relative: str) -> str | None:
-    joined = posixpath.normpath(posixpath.join(directory, relative)) if directory else posixpath.normpath(relative)
+    joined = (
+        posixpath.normpath(posixpath.join(directory, relative)) if directory else posixpath.normpath(relative)
+    )
     return None if joined.startswith("..") or joined.startswith("/") else joined
 
 
@@ -57,8 +72,11 @@ def _python(path: str, text: str) -> list[str]:
                         if relative:
                             candidates += [relative + ".py", relative + "/__init__.py"]
                 continue
-            modules = [module] + [f"{module}.{n.strip(' ()')}" for n in names.split(",")
-                                  if n.strip(" ()") and n.strip(" ()") != "*"]
+            modules = [module] + [
+                f"{module}.{n.strip(' ()')}"
+                for n in names.split(",")
+                if n.strip(" ()") and n.strip(" ()") != "*"
+            ]
         for module in modules:
             stem = module.replace(".", "/")
             for root in _ancestors(path):
@@ -107,8 +125,10 @@ def import_candidates(path: str, language: str | None, text: str) -> list[str]:
         directory = posixpath.dirname(path)
         candidates = []
         for match in RUST_MOD.finditer(text):
-            candidates += [f"{directory}/{match.group(1)}.rs" if directory else f"{match.group(1)}.rs",
-                           f"{directory}/{match.group(1)}/mod.rs" if directory else f"{match.group(1)}/mod.rs"]
+            candidates += [
+                f"{directory}/{match.group(1)}.rs" if directory else f"{match.group(1)}.rs",
+                f"{directory}/{match.group(1)}/mod.rs" if directory else f"{match.group(1)}/mod.rs",
+            ]
         stems = [m.group(1).replace("::", "/") for m in RUST_USE.finditer(text)]
         stems += [stem.rsplit("/", 1)[0] for stem in stems if "/" in stem]
         return candidates + _by_ancestor(path, stems, (".rs", "/mod.rs"))
@@ -120,6 +140,9 @@ def import_candidates(path: str, language: str | None, text: str) -> list[str]:
         return _by_ancestor(path, stems, ("",))
     if language == "ruby":
         directory = posixpath.dirname(path)
-        return [item for item in (_join(directory, m.group(1) + ".rb") for m in RUBY_REQUIRE.finditer(text)) if item] \
-            + _by_ancestor(path, [m.group(1) for m in RUBY_REQUIRE.finditer(text)], (".rb",))
+        return [
+            item
+            for item in (_join(directory, m.group(1) + ".rb") for m in RUBY_REQUIRE.finditer(text))
+            if item
+        ] + _by_ancestor(path, [m.group(1) for m in RUBY_REQUIRE.finditer(text)], (".rb",))
     return []

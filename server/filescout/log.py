@@ -7,10 +7,9 @@ import asyncio
 import logging
 import sys
 import threading
-from typing import Callable
+from collections.abc import Callable
 
-LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO,
-          "debug": logging.DEBUG}
+LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 QUIET_LIBRARIES = ("pygls", "aiosqlite", "httpx", "httpcore", "openai", "asyncio")
 

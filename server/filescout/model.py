@@ -140,8 +140,9 @@ class CircuitBreaker:
     """Open after BREAKER_THRESHOLD failed calls in a row; let one call through after a
     cooldown that doubles each time the trial fails."""
 
-    def __init__(self, cooldown: float = BREAKER_COOLDOWN,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, cooldown: float = BREAKER_COOLDOWN, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._clock = clock
         self.failures = 0
         self.initial_cooldown = cooldown
@@ -163,8 +164,11 @@ class CircuitBreaker:
         self.failures += 1
         if self.failures == BREAKER_THRESHOLD:
             self.open_until = self._clock() + self.cooldown
-            log.warning("model endpoint failed %d times in a row; pausing model calls for %.0f s",
-                        self.failures, self.cooldown)
+            log.warning(
+                "model endpoint failed %d times in a row; pausing model calls for %.0f s",
+                self.failures,
+                self.cooldown,
+            )
         elif self.failures > BREAKER_THRESHOLD and self._clock() >= self.open_until:
             # The trial call after a cooldown failed too (calls that were already under way
             # when the circuit opened fail inside the cooldown and do not count as trials).
@@ -179,11 +183,14 @@ UsageSink = Callable[[str, int, int, int, int], Awaitable[None]]
 class Budget:
     """Token totals for today and this month, kept in memory and persisted through a sink."""
 
-    def __init__(self, settings: BudgetSettings, history: list[tuple[str, int, int, int, int]],
-                 sink: UsageSink) -> None:
+    def __init__(
+        self, settings: BudgetSettings, history: list[tuple[str, int, int, int, int]], sink: UsageSink
+    ) -> None:
         self.settings = settings
-        self.days: dict[str, list[int]] = {day: [calls, failures, tokens_in, tokens_out]
-                                           for day, calls, failures, tokens_in, tokens_out in history}
+        self.days: dict[str, list[int]] = {
+            day: [calls, failures, tokens_in, tokens_out]
+            for day, calls, failures, tokens_in, tokens_out in history
+        }
         self._sink = sink
 
     @staticmethod
@@ -216,12 +223,15 @@ class Budget:
         if daily is not None and self.tokens_today + planned > daily:
             return f"the daily budget of {daily} tokens is spent ({self.tokens_today} used today{need})"
         if monthly is not None and self.tokens_this_month + planned > monthly:
-            return (f"the monthly budget of {monthly} tokens is spent "
-                    f"({self.tokens_this_month} used this month{need})")
+            return (
+                f"the monthly budget of {monthly} tokens is spent "
+                f"({self.tokens_this_month} used this month{need})"
+            )
         return None
 
-    async def record(self, *, calls: int = 0, failures: int = 0, input_tokens: int = 0,
-                     output_tokens: int = 0) -> None:
+    async def record(
+        self, *, calls: int = 0, failures: int = 0, input_tokens: int = 0, output_tokens: int = 0
+    ) -> None:
         day = self.today()
         totals = self.days.setdefault(day, [0, 0, 0, 0])
         for index, value in enumerate((calls, failures, input_tokens, output_tokens)):
@@ -230,9 +240,13 @@ class Budget:
 
 
 class ModelClient:
-    def __init__(self, settings: ModelSettings, budget: Budget,
-                 client: openai.AsyncOpenAI | None = None,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        settings: ModelSettings,
+        budget: Budget,
+        client: openai.AsyncOpenAI | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         if not settings.model:
             raise ValueError("no model configured")
         self.settings = settings
@@ -242,8 +256,9 @@ class ModelClient:
         self.refused: str | None = None
         self._sleep = sleep
         self._gate = asyncio.Semaphore(settings.concurrency)
-        self._modes: list[StructuredMode] = (list(STRUCTURED_MODES) if settings.structured_output == "auto"
-                                             else [settings.structured_output])
+        self._modes: list[StructuredMode] = (
+            list(STRUCTURED_MODES) if settings.structured_output == "auto" else [settings.structured_output]
+        )
         self._client = client or _openai().AsyncOpenAI(
             api_key=settings.api_key or "not-needed",
             base_url=settings.base_url,
@@ -262,8 +277,14 @@ class ModelClient:
             return f"the model endpoint is failing; retrying in {self.breaker.seconds_left():.0f} s"
         return self.budget.spent()
 
-    async def complete(self, messages: list[dict[str, str]], *, schema: dict[str, Any],
-                       schema_name: str, max_output_tokens: int) -> Completion:
+    async def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        schema: dict[str, Any],
+        schema_name: str,
+        max_output_tokens: int,
+    ) -> Completion:
         """One chat completion that should return JSON matching `schema`."""
         planned = sum(estimate_tokens(message["content"]) for message in messages) + max_output_tokens
         async with self._gate:  # checked inside: calls queued here see what the last one did
@@ -276,16 +297,17 @@ class ModelClient:
                 raise BudgetSpent(reason)
             return await self._with_retries(messages, schema, schema_name, max_output_tokens)
 
-    async def _with_retries(self, messages: list[dict[str, str]], schema: dict[str, Any],
-                            schema_name: str, max_output_tokens: int) -> Completion:
+    async def _with_retries(
+        self, messages: list[dict[str, str]], schema: dict[str, Any], schema_name: str, max_output_tokens: int
+    ) -> Completion:
         openai = _openai()
         attempt = 0
         while True:
             mode = self._modes[0]
             try:
                 response = await self._client.chat.completions.create(
-                    model=self.settings.model,  # type: ignore[arg-type]
-                    messages=messages,  # type: ignore[arg-type]
+                    model=self.settings.model,  # type: ignore[arg-type]  # set: checked in __init__
+                    messages=messages,  # type: ignore[arg-type]  # plain dicts of openai's TypedDict shape
                     temperature=0,
                     max_tokens=max_output_tokens,
                     **_response_format(mode, schema, schema_name),
@@ -295,8 +317,9 @@ class ModelClient:
             except openai.BadRequestError as error:
                 if len(self._modes) > 1 and _about_response_format(error):
                     if self._modes[0] == mode:  # a concurrent call may have stepped down already
-                        log.info("the endpoint does not take response_format=%s; trying %s",
-                                 mode, self._modes[1])
+                        log.info(
+                            "the endpoint does not take response_format=%s; trying %s", mode, self._modes[1]
+                        )
                         self._modes.pop(0)
                     continue
                 await self.budget.record(failures=1)
@@ -313,7 +336,7 @@ class ModelClient:
                     raise ModelUnavailable(f"model call failed: {_detail(error)}") from error
                 delay = retry_after(error)
                 if delay is None:
-                    delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt) * random.uniform(0.5, 1.5)
+                    delay = min(BACKOFF_CAP, BACKOFF_BASE * 2**attempt) * random.uniform(0.5, 1.5)
                 attempt += 1
                 log.info("model call failed (%s); retry %d in %.1f s", _detail(error), attempt, delay)
                 await self._sleep(delay)
@@ -321,8 +344,11 @@ class ModelClient:
             self.breaker.success()
             text = response.choices[0].message.content or "" if response.choices else ""
             usage = response.usage
-            input_tokens = usage.prompt_tokens if usage else sum(
-                estimate_tokens(message["content"]) for message in messages)
+            input_tokens = (
+                usage.prompt_tokens
+                if usage
+                else sum(estimate_tokens(message["content"]) for message in messages)
+            )
             output_tokens = usage.completion_tokens if usage else estimate_tokens(text)
             await self.budget.record(calls=1, input_tokens=input_tokens, output_tokens=output_tokens)
             return Completion(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
@@ -330,8 +356,12 @@ class ModelClient:
 
 def _response_format(mode: StructuredMode, schema: dict[str, Any], name: str) -> dict[str, Any]:
     if mode == "json_schema":
-        return {"response_format": {"type": "json_schema",
-                                    "json_schema": {"name": name, "strict": True, "schema": schema}}}
+        return {
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": name, "strict": True, "schema": schema},
+            }
+        }
     if mode == "json_object":
         return {"response_format": {"type": "json_object"}}
     return {}
@@ -339,8 +369,9 @@ def _response_format(mode: StructuredMode, schema: dict[str, Any], name: str) ->
 
 def _about_response_format(error: openai.BadRequestError) -> bool:
     text = str(error).lower()
-    return any(word in text for word in ("response_format", "json_schema", "json_object",
-                                         "structured", "schema"))
+    return any(
+        word in text for word in ("response_format", "json_schema", "json_object", "structured", "schema")
+    )
 
 
 def _detail(error: Exception) -> str:
@@ -360,7 +391,7 @@ def extract_json(text: str, type_: type[Any]) -> Any:
         candidates.append(fenced.group(1))
     start, end = text.find("{"), text.rfind("}")
     if 0 <= start < end:
-        candidates.append(text[start:end + 1])
+        candidates.append(text[start : end + 1])
     error: Exception | None = None
     for candidate in candidates:
         try:
@@ -419,8 +450,14 @@ AnswerT = TypeVar("AnswerT", bound=msgspec.Struct)
 class Completes(Protocol):
     """What `ask` calls: the ModelClient itself, or a wrapper that rations its calls."""
 
-    async def complete(self, messages: list[dict[str, str]], *, schema: dict[str, Any],
-                       schema_name: str, max_output_tokens: int) -> Completion: ...
+    async def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        schema: dict[str, Any],
+        schema_name: str,
+        max_output_tokens: int,
+    ) -> Completion: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,9 +471,16 @@ class Answer(Generic[AnswerT]):
     calls: int
 
 
-async def ask(client: Completes, messages: list[dict[str, str]], answer: type[AnswerT], *,
-              name: str, max_output_tokens: int, attempts: int = 2,
-              ask_again: str = ASK_AGAIN) -> Answer[AnswerT]:
+async def ask(
+    client: Completes,
+    messages: list[dict[str, str]],
+    answer: type[AnswerT],
+    *,
+    name: str,
+    max_output_tokens: int,
+    attempts: int = 2,
+    ask_again: str = ASK_AGAIN,
+) -> Answer[AnswerT]:
     """Ask for an answer of the msgspec type `answer`, under the strict JSON schema derived from
     it (the client steps down to JSON mode or plain text where a server needs it, and
     `extract_json` tolerates fences and prose). A malformed answer is asked for again, with
@@ -448,8 +492,9 @@ async def ask(client: Completes, messages: list[dict[str, str]], answer: type[An
     input_tokens = output_tokens = 0
     problem: ValueError | None = None
     for attempt in range(1, attempts + 1):
-        completion = await client.complete(messages, schema=schema, schema_name=name,
-                                           max_output_tokens=max_output_tokens)
+        completion = await client.complete(
+            messages, schema=schema, schema_name=name, max_output_tokens=max_output_tokens
+        )
         input_tokens += completion.input_tokens
         output_tokens += completion.output_tokens
         try:

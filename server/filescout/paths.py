@@ -58,7 +58,7 @@ def normalise_glob(root: Path, pattern: str, *, field: str) -> str:
     body = pattern[1:] if negate else pattern
     prefix = root.as_posix().rstrip("/") + "/"
     if body.startswith(prefix):
-        body = "/" + body[len(prefix):]
+        body = "/" + body[len(prefix) :]
     if ".." in PurePosixPath(body).parts:
         raise InvalidParams(f"{field}: {pattern!r} reaches outside the workspace")
     if not body.strip("/"):

@@ -52,8 +52,12 @@ def content_hash(data: bytes) -> str:
 
 def _git(root: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[bytes] | None:
     try:
-        return subprocess.run(["git", "-c", "core.quotepath=off", "-C", str(root), *args],
-                              capture_output=True, timeout=timeout, check=False)
+        return subprocess.run(
+            ["git", "-c", "core.quotepath=off", "-C", str(root), *args],
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         log.warning("git %s failed: %s", args[0], exc)
         return None
@@ -70,8 +74,9 @@ def in_git_work_tree(root: Path) -> bool:
     return result is not None and result.returncode == 0 and result.stdout.strip() == b"true"
 
 
-def git_ls_files(root: Path, rules: IgnoreRules,
-                 vetted: Callable[[], Container[str]] | None = None) -> list[str] | None:
+def git_ls_files(
+    root: Path, rules: IgnoreRules, vetted: Callable[[], Container[str]] | None = None
+) -> list[str] | None:
     """Tracked plus untracked-but-not-ignored files, then git-ignored files that filescout's
     re-include patterns bring back; None when git cannot list the tree. `vetted` gives the
     paths these same rules let through before (asked once git has answered): they are not
@@ -84,8 +89,11 @@ def git_ls_files(root: Path, rules: IgnoreRules,
             log.warning("git ls-files failed: %s", listing.stderr.decode(errors="replace").strip())
         return None
     passed = vetted() if vetted is not None else ()
-    paths = [path for path in dict.fromkeys(_nul_split(listing.stdout))
-             if path in passed or not rules.is_ignored_after_git(path, git_ignored=False)]
+    paths = [
+        path
+        for path in dict.fromkeys(_nul_split(listing.stdout))
+        if path in passed or not rules.is_ignored_after_git(path, git_ignored=False)
+    ]
     if rules.has_reincludes:
         paths.extend(_git_reincluded(root, rules))
     return paths
@@ -105,8 +113,7 @@ def _git_reincluded(root: Path, rules: IgnoreRules) -> list[str]:
                 continue
         else:
             candidates = (entry,)
-        found.extend(path for path in candidates
-                     if not rules.is_ignored_after_git(path, git_ignored=True))
+        found.extend(path for path in candidates if not rules.is_ignored_after_git(path, git_ignored=True))
     return found
 
 
@@ -114,8 +121,9 @@ def _walk_all(root: Path, directory: str) -> Iterator[str]:
     """Every file below `directory`, symlinked directories not entered."""
     base = str(root)
     for current, dirnames, filenames in os.walk(os.path.join(base, directory)):
-        dirnames[:] = [name for name in dirnames
-                       if not os.path.islink(os.path.join(current, name)) and name != ".git"]
+        dirnames[:] = [
+            name for name in dirnames if not os.path.islink(os.path.join(current, name)) and name != ".git"
+        ]
         relative_dir = os.path.relpath(current, base).replace(os.sep, "/")
         for name in filenames:
             yield f"{relative_dir}/{name}"
@@ -157,8 +165,9 @@ def walk(root: Path, rules: IgnoreRules) -> list[str]:
     return found
 
 
-def enumerate_files(root: Path, rules: IgnoreRules,
-                    vetted: Callable[[], Container[str]] | None = None) -> Listing:
+def enumerate_files(
+    root: Path, rules: IgnoreRules, vetted: Callable[[], Container[str]] | None = None
+) -> Listing:
     """Workspace-relative paths of candidate files, and how they were found."""
     listed = git_ls_files(root, rules, vetted)
     if listed is None:
@@ -283,8 +292,15 @@ def scan(
     yield batch
 
 
-def scan_paths(root: Path, paths: Iterable[str], known: Mapping[str, KnownFile],
-               rules: IgnoreRules, *, git_mode: bool, max_file_size: int) -> ScanBatch:
+def scan_paths(
+    root: Path,
+    paths: Iterable[str],
+    known: Mapping[str, KnownFile],
+    rules: IgnoreRules,
+    *,
+    git_mode: bool,
+    max_file_size: int,
+) -> ScanBatch:
     """Re-examine a few paths (a save, a watcher event): changed ones are re-read, vanished or
     now-ignored ones are reported removed."""
     base = str(root)
@@ -293,8 +309,11 @@ def scan_paths(root: Path, paths: Iterable[str], known: Mapping[str, KnownFile],
     # Indexed paths passed the rules already (a rule change triggers a full rescan instead).
     ignored = git_check_ignore(root, [p for p in candidates if p not in known]) if git_mode else set()
     for relative in candidates:
-        excluded = (rules.is_ignored_after_git(relative, git_ignored=relative in ignored)
-                    if git_mode else rules.is_ignored(relative))
+        excluded = (
+            rules.is_ignored_after_git(relative, git_ignored=relative in ignored)
+            if git_mode
+            else rules.is_ignored(relative)
+        )
         info = None if excluded else stat_inside(base, relative, check_parents=True)
         previous = known.get(relative)
         if info is None:
@@ -319,7 +338,10 @@ def git_check_ignore(root: Path, paths: list[str]) -> set[str]:
         result = subprocess.run(
             ["git", "-C", str(root), "check-ignore", "--stdin", "-z"],
             input=b"\0".join(path.encode("utf-8", "surrogateescape") for path in paths) + b"\0",
-            capture_output=True, timeout=60, check=False)
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return set()
     return set(_nul_split(result.stdout))

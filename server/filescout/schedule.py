@@ -29,9 +29,8 @@ class AnnotationQueue:
         """Queue `path` at `tier`, or move it up if it waits at a lower tier. Within the
         touched tier the latest touch goes first; the other tiers keep arrival order."""
         current = self._tier.get(path)
-        if current is not None and current <= tier:
-            if tier != TOUCHED:
-                return
+        if current is not None and current <= tier and tier != TOUCHED:
+            return
         self._tier[path] = tier
         order = next(self._sequence)
         heapq.heappush(self._heap, (tier, -order if tier == TOUCHED else order, path))
@@ -52,8 +51,11 @@ class AnnotationQueue:
 
     def clear_background(self) -> None:
         """Forget the default-order backlog (a new pass will reload it); keep touched files."""
-        kept = [(tier, order, path) for tier, order, path in self._heap
-                if tier != BACKGROUND and self._tier.get(path) == tier]
+        kept = [
+            (tier, order, path)
+            for tier, order, path in self._heap
+            if tier != BACKGROUND and self._tier.get(path) == tier
+        ]
         self._heap = kept
         heapq.heapify(self._heap)
         self._tier = {path: tier for tier, _, path in kept}

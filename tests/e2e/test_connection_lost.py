@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from support import SERVER_COMMAND, make_large_workspace
 
 EXIT_TIMEOUT = 10.0
@@ -59,29 +60,41 @@ def is_progress(message: dict[str, Any], token: str) -> bool:
 def indexing_ended(message: dict[str, Any]) -> bool:
     params = message.get("params") or {}
     value = params.get("value") if message.get("method") == "$/progress" else None
-    return (isinstance(value, dict) and value.get("kind") == "end"
-            and str(params.get("token", "")).startswith("filescout/index"))
+    return (
+        isinstance(value, dict)
+        and value.get("kind") == "end"
+        and str(params.get("token", "")).startswith("filescout/index")
+    )
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("editor", ["exits", "stops-reading"])
-def test_server_exits_quietly_when_the_editor_vanishes_mid_stream(tmp_path: Path,
-                                                                  editor: str) -> None:
+def test_server_exits_quietly_when_the_editor_vanishes_mid_stream(tmp_path: Path, editor: str) -> None:
     root = make_large_workspace(tmp_path / "ws", FILES)
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "FILESCOUT_CACHE_DIR": ""}
     with open(tmp_path / "stderr.log", "wb") as stderr:
-        process = subprocess.Popen(SERVER_COMMAND, stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, stderr=stderr, env=env)
+        process = subprocess.Popen(
+            SERVER_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env
+        )
     client = RawClient(process)
     try:
-        client.send({"id": 1, "method": "initialize", "params": {
-            "processId": os.getpid(), "rootUri": root.as_uri(),
-            "capabilities": {"window": {"workDoneProgress": True}}}})
+        client.send(
+            {
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "processId": os.getpid(),
+                    "rootUri": root.as_uri(),
+                    "capabilities": {"window": {"workDoneProgress": True}},
+                },
+            }
+        )
         client.wait_for(lambda message: message.get("id") == 1)
         client.send({"method": "initialized", "params": {}})
         client.wait_for(indexing_ended)
-        client.send({"id": 2, "method": "files/getFiles",
-                     "params": {"partialResultToken": "stream", "batchSize": 1}})
+        client.send(
+            {"id": 2, "method": "files/getFiles", "params": {"partialResultToken": "stream", "batchSize": 1}}
+        )
         client.wait_for(lambda message: is_progress(message, "stream"))
         time.sleep(0.5)  # the server fills the pipe and waits in a write
         assert process.stdout is not None and process.stdin is not None

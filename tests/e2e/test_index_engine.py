@@ -34,26 +34,31 @@ async def db_path_of(client) -> str:
 def consistent(db: str) -> None:
     """No duplicate or orphaned rows: every file once, the full-text table in step."""
     assert query_db(db, "PRAGMA integrity_check") == [("ok",)]
-    (files,), = query_db(db, "SELECT count(*) FROM files")
-    (distinct,), = query_db(db, "SELECT count(DISTINCT path) FROM files")
-    (fts,), = query_db(db, "SELECT count(*) FROM files_fts")
-    (orphans,), = query_db(db, "SELECT count(*) FROM files_fts WHERE rowid NOT IN (SELECT id FROM files)")
+    ((files,),) = query_db(db, "SELECT count(*) FROM files")
+    ((distinct,),) = query_db(db, "SELECT count(DISTINCT path) FROM files")
+    ((fts,),) = query_db(db, "SELECT count(*) FROM files_fts")
+    ((orphans,),) = query_db(db, "SELECT count(*) FROM files_fts WHERE rowid NOT IN (SELECT id FROM files)")
     assert files == distinct == fts and orphans == 0
 
 
 async def test_kill_during_annotation_then_restart_resumes(tmp_path: Path) -> None:
     root = make_large_workspace(tmp_path / "ws", 1500)
     client = await start_client(root, tmp_path / "cache")
-    await wait_until(lambda: any(
-        getattr(report, "message", "") and "annotating" in report.message and
-        int(report.message.split()[1].split("/")[0]) >= 200
-        for token in progress_tokens(client, "filescout/index")
-        for report in client.progress_reports[token]), message="annotation under way")
+    await wait_until(
+        lambda: any(
+            getattr(report, "message", "")
+            and "annotating" in report.message
+            and int(report.message.split()[1].split("/")[0]) >= 200
+            for token in progress_tokens(client, "filescout/index")
+            for report in client.progress_reports[token]
+        ),
+        message="annotation under way",
+    )
     db = await db_path_of(client)
     client._server.kill()  # SIGKILL: no shutdown, no cleanup
     await client._server.wait()
     await client.stop()
-    (done_before,), = query_db(db, "SELECT count(*) FROM files WHERE annotator IS NOT NULL")
+    ((done_before,),) = query_db(db, "SELECT count(*) FROM files WHERE annotator IS NOT NULL")
     assert 0 < done_before < 1500
 
     client = await start_client(root, tmp_path / "cache")
@@ -74,11 +79,12 @@ async def test_kill_during_scan_leaves_a_usable_index(tmp_path: Path) -> None:
     root = make_large_workspace(tmp_path / "ws", 20000, grow=False)  # many files, quick to annotate
 
     def scanned() -> int:
-        counts = [int(report.message.split()[1].split("/")[0])
-                  for token in progress_tokens(client, "filescout/index")
-                  for report in client.progress_reports[token]
-                  if (getattr(report, "message", None) or "").startswith("scanning ")
-                  and "/" in report.message]
+        counts = [
+            int(report.message.split()[1].split("/")[0])
+            for token in progress_tokens(client, "filescout/index")
+            for report in client.progress_reports[token]
+            if (getattr(report, "message", None) or "").startswith("scanning ") and "/" in report.message
+        ]
         return max(counts, default=0)
 
     client = await start_client(root, tmp_path / "cache")
@@ -88,7 +94,7 @@ async def test_kill_during_scan_leaves_a_usable_index(tmp_path: Path) -> None:
     await client._server.wait()
     await client.stop()
     consistent(db)
-    (stored,), = query_db(db, "SELECT count(*) FROM files")
+    ((stored,),) = query_db(db, "SELECT count(*) FROM files")
     assert stored < 20000, "the scan finished before the kill: make the workspace larger"
 
     client = await start_client(root, tmp_path / "cache")
@@ -108,9 +114,10 @@ async def test_rename_costs_no_annotation_and_keeps_history(tmp_path: Path) -> N
         await wait_for_indexing(client)
         db = await db_path_of(client)
         client.protocol.notify("files/didAccess", {"paths": ["src/shop/cart.py"]})
-        await wait_until(lambda: query_db(db, "SELECT count(*) FROM access") == [(1,)],
-                         message="the access to be recorded")
-        (annotations_before,), = query_db(db, "SELECT count(*) FROM annotations")
+        await wait_until(
+            lambda: query_db(db, "SELECT count(*) FROM access") == [(1,)], message="the access to be recorded"
+        )
+        ((annotations_before,),) = query_db(db, "SELECT count(*) FROM annotations")
 
         (root / "src/shop/cart.py").rename(root / "src/shop/basket.py")
         result = as_dict(await execute(client, "filescout.reindex"))
@@ -132,9 +139,16 @@ async def test_opened_file_is_annotated_before_untouched_files(tmp_path: Path) -
     last = "pkg19/mod3/unit_02999.py"
     client = await start_client(root, tmp_path / "cache")
     try:
-        client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
-            uri=(root / last).as_uri(), language_id="python", version=1,
-            text=(root / last).read_text())))
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=(root / last).as_uri(),
+                    language_id="python",
+                    version=1,
+                    text=(root / last).read_text(),
+                )
+            )
+        )
         await wait_until(lambda: bool(progress_tokens(client, "filescout/index")), message="indexing")
         item = None
         while item is None or item["status"] != "annotated":
@@ -157,16 +171,23 @@ async def test_access_frecency_survives_restart_and_orders_annotation(tmp_path: 
         client.protocol.notify("files/didAccess", {"paths": [favourite]})
     client.protocol.notify("files/didAccess", {"paths": ["pkg1/mod1/unit_00001.py"]})
     await wait_until(lambda: query_db(db, "SELECT count(*) FROM access") == [(2,)], message="access rows")
-    await wait_until(lambda: query_db(db, f"SELECT count FROM access WHERE path = '{favourite}'") == [(3,)],
-                     message="three accesses")
+    await wait_until(
+        lambda: query_db(db, f"SELECT count FROM access WHERE path = '{favourite}'") == [(3,)],
+        message="three accesses",
+    )
     await stop_client(client)
 
     ranks = dict(query_db(db, "SELECT path, rank FROM access"))
     assert ranks[favourite] > ranks["pkg1/mod1/unit_00001.py"]
     # The annotation queue's default order puts frecent files first.
-    order = [row[0] for row in query_db(
-        db, "SELECT f.path FROM files f LEFT JOIN access a ON a.path = f.path "
-            "ORDER BY a.rank IS NULL, a.rank DESC, f.size LIMIT 2")]
+    order = [
+        row[0]
+        for row in query_db(
+            db,
+            "SELECT f.path FROM files f LEFT JOIN access a ON a.path = f.path "
+            "ORDER BY a.rank IS NULL, a.rank DESC, f.size LIMIT 2",
+        )
+    ]
     assert order == [favourite, "pkg1/mod1/unit_00001.py"]
 
 
@@ -179,22 +200,29 @@ async def test_save_reannotates_and_watched_changes_apply(tmp_path: Path) -> Non
 
         target = root / "src/shop/cart.py"
         target.write_text('"""Gift card redemption."""\n\ndef redeem_gift_card(code):\n    pass\n')
-        client.text_document_did_save(types.DidSaveTextDocumentParams(
-            text_document=types.TextDocumentIdentifier(uri=target.as_uri())))
-        await wait_until_item(client, "src/shop/cart.py",
-                              lambda item: "redeem_gift_card" in item["summary"])
+        client.text_document_did_save(
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=target.as_uri()))
+        )
+        await wait_until_item(client, "src/shop/cart.py", lambda item: "redeem_gift_card" in item["summary"])
 
         created = root / "src/shop/refunds.py"
         created.write_text('"""Refund policy rules."""\n')
         (root / "README.md").unlink()
-        client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
-            types.FileEvent(uri=created.as_uri(), type=types.FileChangeType.Created),
-            types.FileEvent(uri=(root / "README.md").as_uri(), type=types.FileChangeType.Deleted),
-            types.FileEvent(uri=(root / "debug.log").as_uri(), type=types.FileChangeType.Changed),
-            types.FileEvent(uri="file:///etc/hosts", type=types.FileChangeType.Changed),
-        ]))
-        await wait_until_item(client, "src/shop/refunds.py",
-                              lambda item: item["status"] == "annotated" and "Refund" in item["summary"])
+        client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[
+                    types.FileEvent(uri=created.as_uri(), type=types.FileChangeType.Created),
+                    types.FileEvent(uri=(root / "README.md").as_uri(), type=types.FileChangeType.Deleted),
+                    types.FileEvent(uri=(root / "debug.log").as_uri(), type=types.FileChangeType.Changed),
+                    types.FileEvent(uri="file:///etc/hosts", type=types.FileChangeType.Changed),
+                ]
+            )
+        )
+        await wait_until_item(
+            client,
+            "src/shop/refunds.py",
+            lambda item: item["status"] == "annotated" and "Refund" in item["summary"],
+        )
         assert await file_item(client, "README.md") is None
         assert await file_item(client, "debug.log") is None  # git-ignored: stays out
     finally:
@@ -213,8 +241,9 @@ async def wait_until_item(client, path: str, predicate, timeout: float = 20.0) -
 
 async def test_periodic_reconcile_catches_unreported_changes(tmp_path: Path) -> None:
     root = make_workspace(tmp_path / "ws", git=False)
-    client = await start_client(root, tmp_path / "cache", editor="neovim",
-                                init_options={"reconcileInterval": 1})
+    client = await start_client(
+        root, tmp_path / "cache", editor="neovim", init_options={"reconcileInterval": 1}
+    )
     try:
         await wait_for_indexing(client)
         (root / "src/shop/cart.py").write_text('"""Loyalty points ledger."""\n')
@@ -227,10 +256,14 @@ async def test_cancelling_progress_stops_indexing(tmp_path: Path) -> None:
     root = make_large_workspace(tmp_path / "ws", 4000)
     client = await start_client(root, tmp_path / "cache")
     try:
-        await wait_until(lambda: any(
-            getattr(report, "message", "") and "annotating" in report.message
-            for token in progress_tokens(client, "filescout/index")
-            for report in client.progress_reports[token]), message="annotation under way")
+        await wait_until(
+            lambda: any(
+                getattr(report, "message", "") and "annotating" in report.message
+                for token in progress_tokens(client, "filescout/index")
+                for report in client.progress_reports[token]
+            ),
+            message="annotation under way",
+        )
         token = progress_tokens(client, "filescout/index")[0]
         client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
         await wait_for_indexing(client)
@@ -248,14 +281,14 @@ async def test_cancelling_progress_stops_indexing(tmp_path: Path) -> None:
 async def test_ignore_rules_and_reincludes(tmp_path: Path, git: bool) -> None:
     root = make_workspace(tmp_path / "ws", git=git)
     extra = {
-        "build/generated/api.py": "API = 1\n",          # in an ignored directory, re-included by path
-        "build/other.py": "X = 1\n",                   # stays ignored
-        "keep.log": "kept log\n",                      # re-included by name in .filescoutignore
-        "vendor/lib/big.py": "V = 1\n",                # excluded by .filescoutignore
-        "docs/private/notes.md": "# Notes\n",          # excluded by config
-        "docs/private/public.md": "# Public\n",        # re-included by config include
-        "yarn.lock": "lock\n",                         # built-in default
-        "pkg/.gitignore": "*.tmp\n",                   # nested .gitignore
+        "build/generated/api.py": "API = 1\n",  # in an ignored directory, re-included by path
+        "build/other.py": "X = 1\n",  # stays ignored
+        "keep.log": "kept log\n",  # re-included by name in .filescoutignore
+        "vendor/lib/big.py": "V = 1\n",  # excluded by .filescoutignore
+        "docs/private/notes.md": "# Notes\n",  # excluded by config
+        "docs/private/public.md": "# Public\n",  # re-included by config include
+        "yarn.lock": "lock\n",  # built-in default
+        "pkg/.gitignore": "*.tmp\n",  # nested .gitignore
         "pkg/a.tmp": "tmp\n",
         "pkg/a.py": "A = 1\n",
     }
@@ -263,17 +296,34 @@ async def test_ignore_rules_and_reincludes(tmp_path: Path, git: bool) -> None:
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         (root / relative).write_text(text)
     (root / ".filescoutignore").write_text("vendor/\n!keep.log\n!build/generated/\n")
-    client = await start_client(root, tmp_path / "cache", init_options={
-        "exclude": ["docs/private/"], "include": ["docs/private/public.md"]})
+    client = await start_client(
+        root,
+        tmp_path / "cache",
+        init_options={"exclude": ["docs/private/"], "include": ["docs/private/public.md"]},
+    )
     try:
         await wait_for_indexing(client)
         page = as_dict(await client.protocol.send_request_async("files/getFiles", {}))
         paths = {item["path"] for item in page["items"]}
-        for present in ["build/generated/api.py", "keep.log", "docs/private/public.md", "pkg/a.py",
-                        "pkg/.gitignore", ".filescoutignore"]:
+        for present in [
+            "build/generated/api.py",
+            "keep.log",
+            "docs/private/public.md",
+            "pkg/a.py",
+            "pkg/.gitignore",
+            ".filescoutignore",
+        ]:
             assert present in paths, present
-        for absent in ["build/other.py", "vendor/lib/big.py", "docs/private/notes.md", "yarn.lock",
-                       "pkg/a.tmp", "debug.log", "build/bundle.js", "node_modules/leftpad/index.js"]:
+        for absent in [
+            "build/other.py",
+            "vendor/lib/big.py",
+            "docs/private/notes.md",
+            "yarn.lock",
+            "pkg/a.tmp",
+            "debug.log",
+            "build/bundle.js",
+            "node_modules/leftpad/index.js",
+        ]:
             assert absent not in paths, absent
     finally:
         await stop_client(client)
@@ -324,14 +374,19 @@ async def test_symlinks_never_lead_outside(tmp_path: Path) -> None:
         # An editor reporting a save through the symlinked directory: still outside.
         (outside / "secret.py").write_text("TOKEN = 'changed outside'\n")
         escaped = root / "escape_dir" / "secret.py"
-        client.text_document_did_save(types.DidSaveTextDocumentParams(
-            text_document=types.TextDocumentIdentifier(uri=escaped.as_uri())))
-        client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
-            types.FileEvent(uri=escaped.as_uri(), type=types.FileChangeType.Created)]))
+        client.text_document_did_save(
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=escaped.as_uri()))
+        )
+        client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[types.FileEvent(uri=escaped.as_uri(), type=types.FileChangeType.Created)]
+            )
+        )
         marker = root / "src/shop/marker.py"
         marker.write_text('"""Marker."""\n')
-        client.text_document_did_save(types.DidSaveTextDocumentParams(
-            text_document=types.TextDocumentIdentifier(uri=marker.as_uri())))
+        client.text_document_did_save(
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=marker.as_uri()))
+        )
         await wait_until_item(client, "src/shop/marker.py", lambda item: True)
         assert await file_item(client, "escape_dir/secret.py") is None
     finally:
@@ -374,11 +429,17 @@ async def test_sensitive_files_are_recorded_but_never_read(tmp_path: Path) -> No
             assert "content not read" in item["summary"]
             assert "sk_live" not in str(item) and "PRIVATE" not in str(item)
         db = await db_path_of(client)
-        rows = query_db(db, "SELECT a.summary FROM annotations a JOIN files f ON f.hash = a.hash "
-                            "WHERE f.path IN ('.env', 'certs/server.pem')")
+        rows = query_db(
+            db,
+            "SELECT a.summary FROM annotations a JOIN files f ON f.hash = a.hash "
+            "WHERE f.path IN ('.env', 'certs/server.pem')",
+        )
         assert rows == []
-        result = as_dict(await client.protocol.send_request_async(
-            "files/findRelevant", {"query": "sk_live_abcdefghijklmnop MIIEvQ"}))
+        result = as_dict(
+            await client.protocol.send_request_async(
+                "files/findRelevant", {"query": "sk_live_abcdefghijklmnop MIIEvQ"}
+            )
+        )
         assert result["items"] == []
     finally:
         await stop_client(client)

@@ -52,12 +52,15 @@ async def shop(tmp_path: Path):
 
 # -- getFiles ------------------------------------------------------------------------------
 
+
 async def test_get_files_filters(shop) -> None:
     client, root = shop
     assert {i["path"] for i in await get_files(client, kinds=["test"])} == {"tests/test_cart.py"}
     assert {i["path"] for i in await get_files(client, kinds=["binary"])} == set(SAMPLE_BINARY)
     assert {i["path"] for i in await get_files(client, languages=["typescript", "bash"])} == {
-        "web/checkoutForm.ts", "scripts/deploy.sh"}
+        "web/checkoutForm.ts",
+        "scripts/deploy.sh",
+    }
     assert await get_files(client, status=["pending"]) == []
     assert len(await get_files(client, status=["annotated"])) == len(TEXT_FILES)
 
@@ -103,7 +106,8 @@ async def test_get_files_orders_page_with_cursors(shop) -> None:
     with pytest.raises(JsonRpcException) as caught:
         page = as_dict(await client.protocol.send_request_async("files/getFiles", {"limit": 2}))
         await client.protocol.send_request_async(
-            "files/getFiles", {"limit": 2, "orderBy": "recent", "cursor": page["nextCursor"]})
+            "files/getFiles", {"limit": 2, "orderBy": "recent", "cursor": page["nextCursor"]}
+        )
     assert caught.value.code == -32602 and "cursor" in caught.value.message
     with pytest.raises(JsonRpcException) as caught:
         await client.protocol.send_request_async("files/getFiles", {"orderBy": "rank"})
@@ -115,8 +119,10 @@ async def test_get_files_frecency_order_follows_use(shop) -> None:
     for _ in range(3):
         client.protocol.notify("files/didAccess", {"paths": ["scripts/deploy.sh"]})
     client.protocol.notify("files/didAccess", {"paths": ["web/checkoutForm.ts"]})
-    await wait_until_async(lambda: get_files(client, orderBy="frecency", limit=2),
-                           lambda items: [i["path"] for i in items] == ["scripts/deploy.sh", "web/checkoutForm.ts"])
+    await wait_until_async(
+        lambda: get_files(client, orderBy="frecency", limit=2),
+        lambda items: [i["path"] for i in items] == ["scripts/deploy.sh", "web/checkoutForm.ts"],
+    )
 
 
 async def wait_until_async(fetch, predicate, timeout: float = 10.0):
@@ -135,7 +141,8 @@ async def test_get_files_streams_large_listings_in_batches(tmp_path: Path) -> No
     try:
         await wait_for_indexing(client)
         result = await client.protocol.send_request_async(
-            "files/getFiles", {"partialResultToken": "all", "batchSize": 1000})
+            "files/getFiles", {"partialResultToken": "all", "batchSize": 1000}
+        )
         assert result == []
         batches = client.partial_results["all"]
         assert [len(batch) for batch in batches] == [1000, 1000, 500]
@@ -146,6 +153,7 @@ async def test_get_files_streams_large_listings_in_batches(tmp_path: Path) -> No
 
 
 # -- findRelevant without a model -----------------------------------------------------------
+
 
 async def test_find_relevant_scope_limit_and_reasons(shop) -> None:
     client, _ = shop
@@ -173,13 +181,15 @@ async def test_find_relevant_reports_work_done_progress(shop) -> None:
     client, _ = shop
     client.progress_reports["fr-progress"] = []
     await client.protocol.send_request_async(
-        "files/findRelevant", {"query": "stripe refund", "workDoneToken": "fr-progress"})
+        "files/findRelevant", {"query": "stripe refund", "workDoneToken": "fr-progress"}
+    )
     reports = client.progress_reports["fr-progress"]
     assert isinstance(reports[0], types.WorkDoneProgressBegin)
     assert isinstance(reports[-1], types.WorkDoneProgressEnd)
 
 
 # -- findRelevant with a model --------------------------------------------------------------
+
 
 @pytest.fixture
 def fake():
@@ -189,21 +199,32 @@ def fake():
 
 
 def model_options(fake: FakeOpenAI, **model) -> dict:
-    return {"model": {"model": "test-model", "baseUrl": fake.base_url, "maxRetries": 0,
-                      "timeout": 10, **model}}
+    return {
+        "model": {"model": "test-model", "baseUrl": fake.base_url, "maxRetries": 0, "timeout": 10, **model}
+    }
 
 
 @pytest_asyncio.fixture
 async def modelled(tmp_path: Path, fake: FakeOpenAI):
     root = make_workspace(tmp_path / "ws", git=False)
     (root / ".env").write_text("DATABASE_PASSWORD=envfilesecret123\n")
-    (root / "config.py").write_text('"""Database settings."""\nDATABASE_URL = "postgres://app:hunter2hunter2@db/app"\n')
+    (root / "config.py").write_text(
+        '"""Database settings."""\nDATABASE_URL = "postgres://app:hunter2hunter2@db/app"\n'
+    )
     client = await start_client(root, tmp_path / "cache", init_options=model_options(fake))
     await wait_for_indexing(client)
-    await wait_until(lambda: fake.calls("annotate") > 0 and not any(
-        t for t in client.progress_reports if str(t).startswith("filescout/model")
-        and not isinstance(client.progress_reports[t][-1], types.WorkDoneProgressEnd)),
-        message="model annotation to finish")
+    await wait_until(
+        lambda: (
+            fake.calls("annotate") > 0
+            and not any(
+                t
+                for t in client.progress_reports
+                if str(t).startswith("filescout/model")
+                and not isinstance(client.progress_reports[t][-1], types.WorkDoneProgressEnd)
+            )
+        ),
+        message="model annotation to finish",
+    )
     yield client, root
     await stop_client(client)
 
@@ -223,12 +244,19 @@ async def test_stages_stream_in_order(modelled, fake: FakeOpenAI) -> None:
     assert batches[-1][0]["reason"] == "placed src/shop/cart.py"
     judged = [item for batch in batches if batch[0]["stage"] == "judge" for item in batch]
     assert all(item["score"] >= 5 for item in judged) and len(judged) <= 3
-    assert result == {"items": [], "stages": ["prefilter", "judge", "final"], "degraded": False,
-                      "message": None}
+    assert result == {
+        "items": [],
+        "stages": ["prefilter", "judge", "final"],
+        "degraded": False,
+        "message": None,
+    }
     assert fake.calls("tags") == 1 and fake.calls("final") == 1
 
-    plain = as_dict(await client.protocol.send_request_async(
-        "files/findRelevant", {"query": "refund a stripe charge from the cart", "limit": 3}))
+    plain = as_dict(
+        await client.protocol.send_request_async(
+            "files/findRelevant", {"query": "refund a stripe charge from the cart", "limit": 3}
+        )
+    )
     assert [item["path"] for item in plain["items"]] == final
 
 
@@ -237,10 +265,20 @@ async def test_no_secrets_in_relevance_prompts(tmp_path: Path, fake: FakeOpenAI)
     # key both reach the relevance prompts only redacted.
     leaked_url = "postgres://app:hunter2hunter2@db/app"
     pasted_key = "sk-proj-Zq8mB2xK7vR4tY1uW9pL3nA6"
-    fake.answer = lambda paths, request: {"files": [
-        {"path": p, "summary": (f"Database settings; connects to {leaked_url}." if p == "config.py"
-                                else f"Model summary of {p}."), "tags": ["database"]}
-        for p in paths]}
+    fake.answer = lambda paths, request: {
+        "files": [
+            {
+                "path": p,
+                "summary": (
+                    f"Database settings; connects to {leaked_url}."
+                    if p == "config.py"
+                    else f"Model summary of {p}."
+                ),
+                "tags": ["database"],
+            }
+            for p in paths
+        ]
+    }
     root = make_workspace(tmp_path / "ws", git=False)
     (root / "config.py").write_text('"""Database settings."""\nDATABASE_URL = "postgres://localhost/app"\n')
     client = await start_client(root, tmp_path / "cache", init_options=model_options(fake))
@@ -273,8 +311,9 @@ async def test_model_failures_degrade_gracefully(modelled, fake: FakeOpenAI) -> 
     del fake.per_kind["judge"]
     fake.per_kind["final"] = Action(status=500)
     fake.judge_score = lambda path: 8.0 if "shop" in path else 0.0
-    result, _ = await find(client, query="refund a stripe charge from the shopping cart",
-                           options={"selectTags": False})
+    result, _ = await find(
+        client, query="refund a stripe charge from the shopping cart", options={"selectTags": False}
+    )
     assert result["degraded"] and "final ranking failed" in result["message"]
     assert result["stages"] == ["prefilter", "judge"]
     assert {item["stage"] for item in result["items"]} == {"judge"}
@@ -292,8 +331,9 @@ async def test_malformed_and_invented_model_output(modelled, fake: FakeOpenAI) -
         return answer
 
     fake.edit = tamper
-    result, _ = await find(client, query="refund a stripe charge from the shopping cart",
-                           options={"selectTags": False})
+    result, _ = await find(
+        client, query="refund a stripe charge from the shopping cart", options={"selectTags": False}
+    )
     paths = [item["path"] for item in result["items"]]
     assert "does/not/exist.py" not in paths and paths
     assert result["degraded"] and "malformed" in result["message"]
@@ -311,17 +351,23 @@ async def test_use_model_false_makes_no_calls(modelled, fake: FakeOpenAI) -> Non
 
 async def test_cancel_stops_model_calls_at_once(tmp_path: Path, fake: FakeOpenAI) -> None:
     root = make_large_workspace(tmp_path / "ws", 300)
-    client = await start_client(root, tmp_path / "cache",
-                                init_options=model_options(fake, concurrency=1))
+    client = await start_client(root, tmp_path / "cache", init_options=model_options(fake, concurrency=1))
     try:
         await wait_for_indexing(client)
         await wait_until(lambda: fake.calls("annotate") > 0, message="annotation calls")
         await asyncio.sleep(0.5)
         fake.per_kind["judge"] = Action(delay=1.5)
-        request = asyncio.ensure_future(client.protocol.send_request_async(
-            "files/findRelevant", {"query": "unit sample helper value", "limit": 10,
-                                   "options": {"candidates": 120, "selectTags": False}},
-            msg_id="to-cancel"))
+        request = asyncio.ensure_future(
+            client.protocol.send_request_async(
+                "files/findRelevant",
+                {
+                    "query": "unit sample helper value",
+                    "limit": 10,
+                    "options": {"candidates": 120, "selectTags": False},
+                },
+                msg_id="to-cancel",
+            )
+        )
         await wait_until(lambda: fake.calls("judge") == 1, message="the first judging call")
         client.protocol.notify("$/cancelRequest", types.CancelParams(id="to-cancel"))
         with pytest.raises(JsonRpcException) as caught:

@@ -46,8 +46,9 @@ async def test_edit_then_reindex_updates_the_entry(client, workspace: Path) -> N
     assert result["changed"] == 1 and result["added"] == 0 and result["removed"] == 0
     assert result["files"] == len(TEXT_FILES) + len(SAMPLE_BINARY)
     await wait_for_indexing(client, "filescout/reindex")
-    page = as_dict(await client.protocol.send_request_async(
-        "files/getFiles", {"paths": ["src/shop/cart.py"]}))
+    page = as_dict(
+        await client.protocol.send_request_async("files/getFiles", {"paths": ["src/shop/cart.py"]})
+    )
     (item,) = page["items"]
     assert "Wishlist" in item["summary"] and "ShoppingCart" not in item["summary"]
     assert item["status"] == "annotated"
@@ -66,22 +67,31 @@ async def test_reindex_sees_new_and_deleted_files(client, workspace: Path) -> No
 
 
 async def test_find_relevant_lexical_stage(client) -> None:
-    result = as_dict(await client.protocol.send_request_async(
-        "files/findRelevant", {"query": "refund a Stripe charge", "limit": 3}))
+    result = as_dict(
+        await client.protocol.send_request_async(
+            "files/findRelevant", {"query": "refund a Stripe charge", "limit": 3}
+        )
+    )
     assert result["stages"] == ["prefilter"]
     assert result["items"][0]["path"] == "src/shop/payments/stripe_gateway.py"
     assert result["items"][0]["stage"] == "prefilter"
     assert "stripe" in result["items"][0]["reason"]
     assert len(result["items"]) <= 3
 
-    scoped = as_dict(await client.protocol.send_request_async(
-        "files/findRelevant", {"query": "checkout address", "scope": {"globs": ["*.py"]}}))
+    scoped = as_dict(
+        await client.protocol.send_request_async(
+            "files/findRelevant", {"query": "checkout address", "scope": {"globs": ["*.py"]}}
+        )
+    )
     assert all(item["path"].endswith(".py") for item in scoped["items"])
 
 
 async def test_find_relevant_streams_with_partial_result_token(client) -> None:
-    result = as_dict(await client.protocol.send_request_async(
-        "files/findRelevant", {"query": "shopping cart discount", "partialResultToken": "fr-1"}))
+    result = as_dict(
+        await client.protocol.send_request_async(
+            "files/findRelevant", {"query": "shopping cart discount", "partialResultToken": "fr-1"}
+        )
+    )
     assert result["items"] == []
     streamed = [item for batch in client.partial_results["fr-1"] for item in batch]
     assert streamed[0]["path"] == "src/shop/cart.py"
@@ -110,11 +120,11 @@ async def test_restart_is_incremental(workspace: Path, tmp_path: Path) -> None:
         await wait_for_indexing(client)
         result = as_dict(await execute(client, "filescout.reindex"))
         assert result["changed"] == 0 and result["unchanged"] == len(TEXT_FILES) + len(SAMPLE_BINARY)
-        page = as_dict(await client.protocol.send_request_async(
-            "files/getFiles", {"paths": ["README.md"]}))
+        page = as_dict(await client.protocol.send_request_async("files/getFiles", {"paths": ["README.md"]}))
         assert "gift cards" in page["items"][0]["summary"]
-        end = client.progress_reports[[t for t in client.progress_reports
-                                        if str(t).startswith("filescout/index")][0]][-1]
+        end = client.progress_reports[
+            [t for t in client.progress_reports if str(t).startswith("filescout/index")][0]
+        ][-1]
         assert "1 annotated" in end.message
     finally:
         await stop_client(client)
@@ -122,15 +132,19 @@ async def test_restart_is_incremental(workspace: Path, tmp_path: Path) -> None:
 
 async def test_configuration_change_rescans_and_warns(client) -> None:
     client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"filescout": {"exclude": ["web/"]}}))
+        types.DidChangeConfigurationParams(settings={"filescout": {"exclude": ["web/"]}})
+    )
     await wait_for_indexing(client, "filescout/index", count=2)
     page = as_dict(await client.protocol.send_request_async("files/getFiles", {}))
     assert {item["path"] for item in page["items"]} == TEXT_FILES - {"web/checkoutForm.ts"}
 
     client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"filescout": {"maxFileSize": "huge"}}))
-    await wait_until(lambda: any("maxFileSize" in m.message for m in client.messages),
-                     message="a warning naming maxFileSize")
+        types.DidChangeConfigurationParams(settings={"filescout": {"maxFileSize": "huge"}})
+    )
+    await wait_until(
+        lambda: any("maxFileSize" in m.message for m in client.messages),
+        message="a warning naming maxFileSize",
+    )
     warning = next(m for m in client.messages if "maxFileSize" in m.message)
     assert warning.type == types.MessageType.Warning
 

@@ -90,11 +90,15 @@ async def test_paging_with_cursor_walks_every_file_once(client) -> None:
 async def test_glob_and_prefix_filters(client) -> None:
     page = as_dict(await client.protocol.send_request_async("files/getFiles", {"globs": ["*.py"]}))
     assert {item["path"] for item in page["items"]} == {p for p in TEXT_FILES if p.endswith(".py")}
-    page = as_dict(await client.protocol.send_request_async(
-        "files/getFiles", {"paths": ["src/shop/payments"], "globs": ["!__init__.py"]}))
+    page = as_dict(
+        await client.protocol.send_request_async(
+            "files/getFiles", {"paths": ["src/shop/payments"], "globs": ["!__init__.py"]}
+        )
+    )
     assert [item["path"] for item in page["items"]] == ["src/shop/payments/stripe_gateway.py"]
-    page = as_dict(await client.protocol.send_request_async(
-        "files/getFiles", {"paths": ["src/shop/cart.py", "web"]}))
+    page = as_dict(
+        await client.protocol.send_request_async("files/getFiles", {"paths": ["src/shop/cart.py", "web"]})
+    )
     assert [item["path"] for item in page["items"]] == ["src/shop/cart.py", "web/checkoutForm.ts"]
 
 
@@ -116,7 +120,8 @@ async def test_glob_and_prefix_filters(client) -> None:
     ],
 )
 async def test_bad_params_get_invalid_params_and_server_keeps_serving(
-        client, method: str, params: object, expected: str) -> None:
+    client, method: str, params: object, expected: str
+) -> None:
     with pytest.raises(JsonRpcException) as caught:
         await client.protocol.send_request_async(method, params)
     assert caught.value.code == -32602

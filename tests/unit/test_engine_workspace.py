@@ -32,8 +32,11 @@ async def indexed(tmp_path: Path, env: dict[str, str]):
 
 
 async def listed(engine: Workspace, **params) -> list[str]:
-    return [item.path for batch in [b async for b in engine.stream_files(GetFilesParams(**params))]
-            for item in batch]
+    return [
+        item.path
+        for batch in [b async for b in engine.stream_files(GetFilesParams(**params))]
+        for item in batch
+    ]
 
 
 async def test_a_pass_indexes_annotates_and_reports_its_phases(indexed) -> None:
@@ -52,7 +55,9 @@ async def test_a_pass_indexes_annotates_and_reports_its_phases(indexed) -> None:
 async def test_listing_filters_and_text_query(indexed) -> None:
     engine, _ = indexed
     assert await listed(engine, paths=["src/shop/payments"]) == [
-        "src/shop/payments/__init__.py", "src/shop/payments/stripe_gateway.py"]
+        "src/shop/payments/__init__.py",
+        "src/shop/payments/stripe_gateway.py",
+    ]
     assert "assets/logo.png" not in await listed(engine)
     ranked = await listed(engine, query="refund charge")
     assert ranked[0] == "src/shop/payments/stripe_gateway.py"
@@ -66,21 +71,24 @@ async def test_listing_filters_and_text_query(indexed) -> None:
 
 async def test_find_relevant_ranks_and_explains(indexed) -> None:
     engine, _ = indexed
-    result = await engine.find_relevant(FindRelevantParams(query="where is the shopping cart discount applied",
-                                                           limit=3))
+    result = await engine.find_relevant(
+        FindRelevantParams(query="where is the shopping cart discount applied", limit=3)
+    )
     assert result.stages == ["prefilter"] and not result.degraded
     assert result.items[0].path == "src/shop/cart.py"
     assert result.items[0].reason
     scoped = await engine.find_relevant(FindRelevantParams(query="cart", scope=Scope(paths=["web"])))
     assert all(item.path.startswith("web/") for item in scoped.items)
-    with pytest.raises(InvalidParams, match="scope.paths"):
+    with pytest.raises(InvalidParams, match=r"scope\.paths"):
         await engine.find_relevant(FindRelevantParams(query="cart", scope=Scope(paths=["../elsewhere"])))
 
 
 async def test_an_edit_is_seen_by_refresh_and_reindex(indexed, tmp_path: Path) -> None:
     engine, _ = indexed
     root = engine.root
-    (root / "src/shop/cart.py").write_text('"""Gift wrapping for parcels."""\n\ndef wrap_gift(box):\n    pass\n')
+    (root / "src/shop/cart.py").write_text(
+        '"""Gift wrapping for parcels."""\n\ndef wrap_gift(box):\n    pass\n'
+    )
     await engine.refresh(["src/shop/cart.py"])
     await engine.wait_idle()
     (item,) = (await engine.files_page(GetFilesParams(paths=["src/shop/cart.py"]))).items
@@ -92,7 +100,8 @@ async def test_an_edit_is_seen_by_refresh_and_reindex(indexed, tmp_path: Path) -
 
 
 async def test_a_second_workspace_on_the_same_index_reads_and_refuses_to_write(
-        indexed, env: dict[str, str]) -> None:
+    indexed, env: dict[str, str]
+) -> None:
     engine, _ = indexed
     reader = await Workspace.open(engine.root, env=env)
     try:

@@ -15,8 +15,9 @@ STRUCTURAL = "structural/test"
 
 
 def record(path: str, digest: str, *, kind: str = "source", size: int = 10) -> FileRecord:
-    return FileRecord(path=path, size=size, mtime_ns=1, hash=digest, language="python", kind=kind,
-                      skip_reason=None)
+    return FileRecord(
+        path=path, size=size, mtime_ns=1, hash=digest, language="python", kind=kind, skip_reason=None
+    )
 
 
 @pytest_asyncio.fixture
@@ -27,8 +28,9 @@ async def index(tmp_path: Path):
 
 
 async def test_one_annotation_serves_every_copy_and_pending_asks_once(index: Index) -> None:
-    await index.files.apply_changes([record("a.py", "h1"), record("copy/a.py", "h1"),
-                                     record("b.py", "h2")], [], current=STRUCTURAL)
+    await index.files.apply_changes(
+        [record("a.py", "h1"), record("copy/a.py", "h1"), record("b.py", "h2")], [], current=STRUCTURAL
+    )
     pending = await index.annotations.pending(STRUCTURAL, ["b.py", "a.py", "copy/a.py"])
     assert [item.hash for item in pending] == ["h2", "h1"]  # each content once, in the order asked
     await index.annotations.save(STRUCTURAL, [("h1", Annotation("Shared.", ["t"], ["f"]))])
@@ -40,8 +42,11 @@ async def test_one_annotation_serves_every_copy_and_pending_asks_once(index: Ind
 async def test_a_fallback_annotator_only_fills_files_that_show_nothing(index: Index) -> None:
     await index.files.apply_changes([record("a.py", "h1"), record("b.py", "h2")], [], current="model:m")
     await index.annotations.save("model:m", [("h1", Annotation("From the model.", [], []))])
-    await index.annotations.save(STRUCTURAL, [("h1", Annotation("Outline.", [], [])),
-                                              ("h2", Annotation("Outline two.", [], []))], replace=False)
+    await index.annotations.save(
+        STRUCTURAL,
+        [("h1", Annotation("Outline.", [], [])), ("h2", Annotation("Outline two.", [], []))],
+        replace=False,
+    )
     entries = await index.files.entries(["a.py", "b.py"], current="model:m")
     assert entries["a.py"].summary == "From the model." and entries["a.py"].status == "annotated"
     assert entries["b.py"].summary == "Outline two." and entries["b.py"].status == "stale"
@@ -49,16 +54,25 @@ async def test_a_fallback_annotator_only_fills_files_that_show_nothing(index: In
 
 
 async def test_backlog_order_frecent_then_source_then_small(index: Index) -> None:
-    await index.files.apply_changes([
-        record("docs/guide.md", "d", kind="docs", size=1),
-        record("big.py", "b", size=500),
-        record("small.py", "s", size=5),
-        record("tests/test_x.py", "t", kind="test", size=1),
-        record("used.md", "u", kind="docs", size=1000),
-    ], [], current=STRUCTURAL)
+    await index.files.apply_changes(
+        [
+            record("docs/guide.md", "d", kind="docs", size=1),
+            record("big.py", "b", size=500),
+            record("small.py", "s", size=5),
+            record("tests/test_x.py", "t", kind="test", size=1),
+            record("used.md", "u", kind="docs", size=1000),
+        ],
+        [],
+        current=STRUCTURAL,
+    )
     await index.access.record(["used.md"])
     assert await index.annotations.backlog(STRUCTURAL, machine=True) == [
-        "used.md", "small.py", "big.py", "tests/test_x.py", "docs/guide.md"]
+        "used.md",
+        "small.py",
+        "big.py",
+        "tests/test_x.py",
+        "docs/guide.md",
+    ]
     await index.annotations.save(STRUCTURAL, [("s", Annotation("S.", [], []))])
     assert "small.py" not in await index.annotations.backlog(STRUCTURAL, machine=True)
     # A model's backlog is every file that does not show its annotation.
@@ -79,15 +93,22 @@ async def test_content_words_are_indexed_once_and_forgotten_with_the_last_copy(i
 
 
 async def test_description_search_weighs_paths_and_symbols(index: Index) -> None:
-    await index.files.apply_changes([record("router/match.py", "r"), record("notes.py", "n")],
-                                    [], current=STRUCTURAL)
-    await index.annotations.save(STRUCTURAL, [
-        ("r", Annotation("Matching.", [], ["parseHTTPHeader"])),
-        ("n", Annotation("Mentions router once.", [], []))])
+    await index.files.apply_changes(
+        [record("router/match.py", "r"), record("notes.py", "n")], [], current=STRUCTURAL
+    )
+    await index.annotations.save(
+        STRUCTURAL,
+        [
+            ("r", Annotation("Matching.", [], ["parseHTTPHeader"])),
+            ("n", Annotation("Mentions router once.", [], [])),
+        ],
+    )
     hits = await index.descriptions.search('"router"', limit=10, weights=(6.0, 3.0, 1.0, 2.0))
     assert [hit.path for hit in hits][0] == "router/match.py"
-    assert [hit.path for hit in await index.descriptions.search('"header"', limit=10,
-                                                                weights=(6.0, 3.0, 1.0, 2.0))] == ["router/match.py"]
+    assert [
+        hit.path
+        for hit in await index.descriptions.search('"header"', limit=10, weights=(6.0, 3.0, 1.0, 2.0))
+    ] == ["router/match.py"]
 
 
 def test_frecency_halves_every_half_life() -> None:
@@ -100,7 +121,7 @@ def test_frecency_halves_every_half_life() -> None:
 async def test_accesses_add_up_and_usage_sums_per_day(index: Index) -> None:
     await index.access.record(["a.py"], weight=1.0, now=1000.0)
     await index.access.record(["a.py"], weight=1.0, now=1000.0)
-    (rank,), = await index.db.reader.execute_fetchall("SELECT rank FROM access WHERE path = 'a.py'")
+    ((rank,),) = await index.db.reader.execute_fetchall("SELECT rank FROM access WHERE path = 'a.py'")
     assert math.isclose(current_score(rank, 1000.0), 2.0)
     await index.usage.record("model:a", "2026-11-01", calls=1, input_tokens=10, output_tokens=5)
     await index.usage.record("model:b", "2026-11-01", calls=2, failures=1, input_tokens=1)

@@ -13,10 +13,24 @@ from filescout.records import Annotation, FileRecord
 CURRENT = "structural/test"
 
 
-def record(path: str, *, content: str | None = None, size: int = 10, mtime_ns: int = 1,
-           kind: str = "source", skip: str | None = None) -> FileRecord:
-    return FileRecord(path=path, size=size, mtime_ns=mtime_ns, hash=f"h-{content or path}",
-                      language="python", kind=kind, skip_reason=skip)  # type: ignore[arg-type]
+def record(
+    path: str,
+    *,
+    content: str | None = None,
+    size: int = 10,
+    mtime_ns: int = 1,
+    kind: str = "source",
+    skip: str | None = None,
+) -> FileRecord:
+    return FileRecord(
+        path=path,
+        size=size,
+        mtime_ns=mtime_ns,
+        hash=f"h-{content or path}",
+        language="python",
+        kind=kind,
+        skip_reason=skip,
+    )  # type: ignore[arg-type]
 
 
 @pytest_asyncio.fixture
@@ -34,8 +48,9 @@ async def all_paths(index: Index, where: FileFilter = FileFilter(), **kwargs) ->
 
 
 async def test_changes_are_stored_and_status_is_derived_from_the_current_annotator(index: Index) -> None:
-    await index.files.apply_changes([record("a.py"), record("b.py"), record("key.pem", skip="sensitive")],
-                                    [], current=CURRENT)
+    await index.files.apply_changes(
+        [record("a.py"), record("b.py"), record("key.pem", skip="sensitive")], [], current=CURRENT
+    )
     assert await index.files.count() == 3
     by_status, by_kind = await index.files.counts(current=CURRENT)
     assert by_status == {"pending": 2, "skipped": 1}
@@ -55,8 +70,7 @@ async def test_changes_are_stored_and_status_is_derived_from_the_current_annotat
 async def test_a_rename_is_counted_and_hands_its_history_over(index: Index) -> None:
     await index.files.apply_changes([record("old.py", content="same")], [], current=CURRENT)
     await index.access.record(["old.py"], weight=2.0)
-    renamed = await index.files.apply_changes([record("new.py", content="same")], ["old.py"],
-                                              current=CURRENT)
+    renamed = await index.files.apply_changes([record("new.py", content="same")], ["old.py"], current=CURRENT)
     assert renamed == 1
     assert await index.files.existing(["old.py", "new.py"]) == ["new.py"]
     rows = await index.db.reader.execute_fetchall("SELECT path, count FROM access")
@@ -85,17 +99,23 @@ async def test_listing_pages_by_keyset_and_filters_in_sql(index: Index) -> None:
 
 async def test_tags_filter_any_or_all(index: Index) -> None:
     await index.files.apply_changes([record("a.py"), record("b.py")], [], current=CURRENT)
-    await index.annotations.save(CURRENT, [("h-a.py", Annotation("A", ["http", "cli"], [])),
-                                           ("h-b.py", Annotation("B", ["http"], []))])
+    await index.annotations.save(
+        CURRENT, [("h-a.py", Annotation("A", ["http", "cli"], [])), ("h-b.py", Annotation("B", ["http"], []))]
+    )
     assert await all_paths(index, FileFilter(tags=("http", "cli"))) == ["a.py", "b.py"]
     assert await all_paths(index, FileFilter(tags=("http", "cli"), all_tags=True)) == ["a.py"]
-    assert [entry.path for entry in await index.files.with_tags(["cli"], limit=5, current=CURRENT)] == ["a.py"]
+    assert [entry.path for entry in await index.files.with_tags(["cli"], limit=5, current=CURRENT)] == [
+        "a.py"
+    ]
     assert await index.files.tag_vocabulary() == [("http", 2), ("cli", 1)]
 
 
 async def test_directory_listing_stays_in_the_directory(index: Index) -> None:
-    await index.files.apply_changes([record("top.py"), record("pkg/a.py"), record("pkg/sub/b.py"),
-                                     record("pkg0/c.py")], [], current=CURRENT)
+    await index.files.apply_changes(
+        [record("top.py"), record("pkg/a.py"), record("pkg/sub/b.py"), record("pkg0/c.py")],
+        [],
+        current=CURRENT,
+    )
     assert await index.files.in_directory("pkg", limit=10) == ["pkg/a.py"]
     assert await index.files.in_directory("", limit=10) == ["top.py"]
 

@@ -12,18 +12,36 @@ from typing import Any
 
 import msgspec
 import pytest
+from lsprotocol import types
+
 from filescout.lsp.server import FilescoutServer, create_server
 from filescout.lsp.stdio import ClientStdin, ClientStdout
 from filescout.lsp.wire import send_partial_result
 from filescout_protocol.types import FileItem
-from lsprotocol import types
 
 ITEMS = [
-    FileItem(path="src/shop/cart.py", summary="Shopping cart: totals with discounts — über",
-             tags=["cart", "discount"], language="python", kind="source", size=120,
-             mtime=1_700_000_000_000, status="annotated", annotator="structural/1"),
-    FileItem(path="README.md", summary="", tags=[], language=None, kind="docs", size=9,
-             mtime=1_700_000_000_001, status="pending", annotator=None),
+    FileItem(
+        path="src/shop/cart.py",
+        summary="Shopping cart: totals with discounts — über",
+        tags=["cart", "discount"],
+        language="python",
+        kind="source",
+        size=120,
+        mtime=1_700_000_000_000,
+        status="annotated",
+        annotator="structural/1",
+    ),
+    FileItem(
+        path="README.md",
+        summary="",
+        tags=[],
+        language=None,
+        kind="docs",
+        size=9,
+        mtime=1_700_000_000_001,
+        status="pending",
+        annotator=None,
+    ),
 ]
 
 

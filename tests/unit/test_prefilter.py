@@ -16,7 +16,7 @@ from filescout.relevance.query import analyse
 
 FILES = {
     "app/routing.py": "class Router:\n    def add_route(self, path, handler):\n        pass\n\n"
-                      "def url_for(name):\n    return name\n",
+    "def url_for(name):\n    return name\n",
     "app/templating.py": "def render_template(name):\n    return name  # routing helpers are elsewhere\n",
     "tests/test_routing.py": "from app.routing import Router\n\ndef test_add_route():\n    Router().add_route('/', None)\n",
     "docs/routing.md": "# Routing\n\nHow routes are matched and how url_for builds a route.\n",
@@ -31,8 +31,9 @@ async def index(tmp_path: Path):
         kind = classify(path, text.encode()[:100])
         digest = f"h{number}"
         records.append(FileRecord(path, len(text), 1, digest, kind.language, kind.kind, None))
-        annotations.append((digest, annotate_structure(
-            FileToAnnotate(path, digest, kind.language, kind.kind, text))))
+        annotations.append(
+            (digest, annotate_structure(FileToAnnotate(path, digest, kind.language, kind.kind, text)))
+        )
     await opened.files.apply_changes(records, [], current=ANNOTATOR_ID)
     await opened.annotations.save(ANNOTATOR_ID, annotations)
     yield opened
@@ -51,8 +52,9 @@ async def test_source_comes_before_its_tests_and_docs_unless_asked(index: Index)
 
 
 async def test_a_named_symbol_lifts_the_file_that_defines_it(index: Index) -> None:
-    found = await prefilter(index, analyse("`url_for` returns the wrong name"), limit=5,
-                            scope=PathFilter(), current=ANNOTATOR_ID)
+    found = await prefilter(
+        index, analyse("`url_for` returns the wrong name"), limit=5, scope=PathFilter(), current=ANNOTATOR_ID
+    )
     assert found[0].item.path == "app/routing.py"
     assert any("defines url_for" in reason for reason in found[0].reasons)
 

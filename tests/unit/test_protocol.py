@@ -15,7 +15,8 @@ from filescout_protocol import schema, types
 def test_committed_schema_matches_structs() -> None:
     committed = json.loads(schema.default_path().read_text(encoding="utf-8"))
     assert committed == schema.generate(), (
-        "protocol/filescout.schema.json is stale: run `python -m filescout_protocol.schema`")
+        "protocol/filescout.schema.json is stale: run `python -m filescout_protocol.schema`"
+    )
 
 
 def test_every_method_and_command_is_in_the_schema() -> None:
@@ -34,8 +35,13 @@ def test_wire_names_are_camel_case() -> None:
 
 @pytest.mark.parametrize(
     ("params", "field"),
-    [({"limit": "x"}, "limit"), ({"batchSize": 0}, "batchSize"), ({"nope": 1}, "nope"),
-     ({"globs": "*.py"}, "globs"), ({"globs": [""]}, "globs[0]")],
+    [
+        ({"limit": "x"}, "limit"),
+        ({"batchSize": 0}, "batchSize"),
+        ({"nope": 1}, "nope"),
+        ({"globs": "*.py"}, "globs"),
+        ({"globs": [""]}, "globs[0]"),
+    ],
 )
 def test_decode_errors_name_the_field(params: dict, field: str) -> None:
     with pytest.raises(InvalidParams) as caught:

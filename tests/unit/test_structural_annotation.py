@@ -44,8 +44,9 @@ EXPECTED = {
 def structural(name: str):
     text = (FIXTURES / name).read_text()
     kind = classify(name, text.encode()[:8192])
-    return annotate_structure(FileToAnnotate(path=name, hash="h", language=kind.language,
-                                             kind=kind.kind, text=text))
+    return annotate_structure(
+        FileToAnnotate(path=name, hash="h", language=kind.language, kind=kind.kind, text=text)
+    )
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -80,10 +81,12 @@ def test_licence_headers_are_not_summaries() -> None:
 
 
 def test_redaction_catches_common_secrets() -> None:
-    text = ('OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz123456\n'
-            'db = "postgres://app:hunter2hunter2@db/app"\npassword = "correct horse battery"\n'
-            'aws_key = "AKIAIOSFODNN7EXAMPLE"\n-----BEGIN PRIVATE KEY-----\nMIIEv\n-----END PRIVATE KEY-----\n'
-            'token = settings.token\n')
+    text = (
+        "OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz123456\n"
+        'db = "postgres://app:hunter2hunter2@db/app"\npassword = "correct horse battery"\n'
+        'aws_key = "AKIAIOSFODNN7EXAMPLE"\n-----BEGIN PRIVATE KEY-----\nMIIEv\n-----END PRIVATE KEY-----\n'
+        "token = settings.token\n"
+    )
     cleaned = redact(text)
     for secret in ["sk-proj-abc", "hunter2hunter2", "correct horse", "AKIAIOSFODNN7EXAMPLE", "MIIEv"]:
         assert secret not in cleaned

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import msgspec
 import pytest
+
 from fake_openai import FILE_HEADER, Action, FakeOpenAI, Request
 from filescout.annotate.base import FileToAnnotate
 from filescout.annotate.llm import ASK_AGAIN as ASK_AGAIN_FOR_FILES
@@ -65,8 +66,7 @@ class Limits(msgspec.Struct):
 
 
 GOOD = {"files": [{"path": "src/a.py", "score": 7}]}
-QUESTION = [{"role": "system", "content": "You rate files."},
-            {"role": "user", "content": "Rate src/a.py."}]
+QUESTION = [{"role": "system", "content": "You rate files."}, {"role": "user", "content": "Rate src/a.py."}]
 
 
 def inline_refs(node: Any, defs: dict[str, Any]) -> Any:
@@ -78,8 +78,9 @@ def inline_refs(node: Any, defs: dict[str, Any]) -> Any:
         return node
     if "$ref" in node:
         return inline_refs(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
-    return {key: inline_refs(value, defs) for key, value in node.items()
-            if key not in ("$defs", "description")}
+    return {
+        key: inline_refs(value, defs) for key, value in node.items() if key not in ("$defs", "description")
+    }
 
 
 def shape(schema: dict[str, Any]) -> Any:
@@ -137,6 +138,7 @@ def charged(request: Request) -> tuple[int, int]:
 
 # -- the schema ---------------------------------------------------------------------------------
 
+
 def test_derived_annotation_schema_has_the_shape_of_the_hand_written_one() -> None:
     derived = strict_schema(AnswerBatch)
     assert shape(derived) == ANNOTATION_SCHEMA_BEFORE
@@ -160,25 +162,32 @@ def test_strict_schema_requires_everything_and_drops_numeric_bounds() -> None:
 
 # -- ask ----------------------------------------------------------------------------------------
 
+
 async def test_a_good_answer_takes_one_call(client: ModelClient, fake: FakeOpenAI, usage: Usage) -> None:
     answer_with(fake, GOOD)
     answer = await ask(client, QUESTION, Picks, name="picks", max_output_tokens=100)
     assert answer.value == Picks([Pick("src/a.py", 7.0)])
     assert answer.calls == 1 and fake.calls() == 1
     sent = fake.requests[0].body
-    assert sent["response_format"] == {"type": "json_schema", "json_schema": {
-        "name": "picks", "strict": True, "schema": strict_schema(Picks)}}
+    assert sent["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "picks", "strict": True, "schema": strict_schema(Picks)},
+    }
     assert sent["messages"] == QUESTION
     assert (answer.input_tokens, answer.output_tokens) == charged(fake.requests[0]) == usage.tokens
 
 
-@pytest.mark.parametrize("malformed", [
-    "I would rate src/a.py a seven.",                    # prose, no JSON
-    {"picks": [{"path": "src/a.py", "score": 7}]},       # JSON of another shape
-    {"files": [{"path": "src/a.py", "score": 11}]},      # out of bounds: msgspec enforces them
-])
-async def test_a_malformed_answer_is_asked_for_once_more(client: ModelClient, fake: FakeOpenAI,
-                                                         usage: Usage, malformed: Any) -> None:
+@pytest.mark.parametrize(
+    "malformed",
+    [
+        "I would rate src/a.py a seven.",  # prose, no JSON
+        {"picks": [{"path": "src/a.py", "score": 7}]},  # JSON of another shape
+        {"files": [{"path": "src/a.py", "score": 11}]},  # out of bounds: msgspec enforces them
+    ],
+)
+async def test_a_malformed_answer_is_asked_for_once_more(
+    client: ModelClient, fake: FakeOpenAI, usage: Usage, malformed: Any
+) -> None:
     answer_with(fake, malformed, GOOD)
     answer = await ask(client, QUESTION, Picks, name="picks", max_output_tokens=100)
     assert answer.value.files[0].path == "src/a.py"
@@ -187,12 +196,15 @@ async def test_a_malformed_answer_is_asked_for_once_more(client: ModelClient, fa
     assert first == QUESTION
     assert second == [*QUESTION, {"role": "user", "content": ASK_AGAIN}]
     spent = [charged(request) for request in fake.requests]
-    assert (answer.input_tokens, answer.output_tokens) == (spent[0][0] + spent[1][0], spent[0][1] + spent[1][1])
+    assert (answer.input_tokens, answer.output_tokens) == (
+        spent[0][0] + spent[1][0],
+        spent[0][1] + spent[1][1],
+    )
     assert usage.calls == 2 and usage.tokens == (answer.input_tokens, answer.output_tokens)
 
 
 async def test_malformed_twice_raises(client: ModelClient, fake: FakeOpenAI, usage: Usage) -> None:
-    answer_with(fake, "no idea", "```json\n{\"files\": \n```")
+    answer_with(fake, "no idea", '```json\n{"files": \n```')
     with pytest.raises(MalformedAnswer, match="picks answer was malformed twice") as raised:
         await ask(client, QUESTION, Picks, name="picks", max_output_tokens=100)
     assert isinstance(raised.value, ModelError)
@@ -206,8 +218,9 @@ async def test_one_attempt_means_one_call(client: ModelClient, fake: FakeOpenAI)
     assert fake.calls() == 1
 
 
-async def test_json_schema_rejection_falls_back_to_json_mode(client: ModelClient, fake: FakeOpenAI,
-                                                             usage: Usage) -> None:
+async def test_json_schema_rejection_falls_back_to_json_mode(
+    client: ModelClient, fake: FakeOpenAI, usage: Usage
+) -> None:
     fake.reject_json_schema = True
     answer_with(fake, f"Here you are:\n```json\n{json.dumps(GOOD)}\n```\nAnything else?")
     answer = await ask(client, QUESTION, Picks, name="picks", max_output_tokens=100)
@@ -231,19 +244,24 @@ async def test_client_errors_pass_through_unretried(client: ModelClient, fake: F
 
 # -- the annotator on top of it -----------------------------------------------------------------
 
+
 def model_input(path: str) -> ModelInput:
     text = f'"""The {path} module."""\n\ndef run():\n    pass\n'
-    outline = annotate_structure(FileToAnnotate(path=path, hash=path, language="python", kind="source", text=text))
+    outline = annotate_structure(
+        FileToAnnotate(path=path, hash=path, language="python", kind="source", text=text)
+    )
     return ModelInput(path=path, hash=path, language="python", kind="source", text=text, outline=outline)
 
 
 def notes(*paths: str) -> dict[str, Any]:
-    return {"files": [{"path": path, "summary": f"Model summary of {path}.", "tags": ["model"]}
-                      for path in paths]}
+    return {
+        "files": [{"path": path, "summary": f"Model summary of {path}.", "tags": ["model"]} for path in paths]
+    }
 
 
-async def test_annotator_malformed_then_incomplete_stops_at_two_calls(client: ModelClient,
-                                                                      fake: FakeOpenAI) -> None:
+async def test_annotator_malformed_then_incomplete_stops_at_two_calls(
+    client: ModelClient, fake: FakeOpenAI
+) -> None:
     answer_with(fake, "not JSON", notes("a.py"))
     annotations, error = await ModelAnnotator(client).annotate([model_input("a.py"), model_input("b.py")])
     assert error is None and fake.calls() == 2  # no third call for b.py
@@ -268,7 +286,9 @@ async def test_annotator_asks_again_for_missing_files_only(client: ModelClient, 
     assert (annotations[0].input_tokens, annotations[0].output_tokens) == (first[0] // 2, first[1] // 2)
 
 
-async def test_annotator_returns_client_errors_with_what_it_got(client: ModelClient, fake: FakeOpenAI) -> None:
+async def test_annotator_returns_client_errors_with_what_it_got(
+    client: ModelClient, fake: FakeOpenAI
+) -> None:
     answer_with(fake, notes("a.py"))
     fake.script.extend([Action(), Action(status=401)])
     annotations, error = await ModelAnnotator(client).annotate([model_input("a.py"), model_input("b.py")])

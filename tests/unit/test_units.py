@@ -60,8 +60,18 @@ def test_shebang_and_binary() -> None:
     assert kind_of("x.js", "javascript", binary=False, generated=True) == "generated"
 
 
-@pytest.mark.parametrize("path", [".env", ".env.local", "certs/server.pem", "id_rsa",
-                                  "home/.ssh/config", "deploy/credentials.json", "tf/prod.tfstate"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".env",
+        ".env.local",
+        "certs/server.pem",
+        "id_rsa",
+        "home/.ssh/config",
+        "deploy/credentials.json",
+        "tf/prod.tfstate",
+    ],
+)
 def test_sensitive_files(path: str) -> None:
     assert is_sensitive(path)
 
@@ -72,8 +82,16 @@ def test_not_sensitive(path: str) -> None:
 
 
 def test_nested_gitignore_walk(tmp_path: Path) -> None:
-    for relative in ["a.py", "a.log", "keep.log", "sub/b.py", "sub/b.tmp", "sub/deep/c.tmp",
-                     "node_modules/x.js", "out/o.py"]:
+    for relative in [
+        "a.py",
+        "a.log",
+        "keep.log",
+        "sub/b.py",
+        "sub/b.tmp",
+        "sub/deep/c.tmp",
+        "node_modules/x.js",
+        "out/o.py",
+    ]:
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text("x")
     (tmp_path / ".gitignore").write_text("*.log\n!keep.log\nout/\n")
@@ -129,19 +147,30 @@ def test_paths_stay_inside_the_root(tmp_path: Path) -> None:
 def test_model_settings_from_toml_and_environment(tmp_path: Path) -> None:
     (tmp_path / "filescout.toml").write_text(
         '[model]\nmodel = "qwen2.5-coder:7b"\nbase_url = "http://127.0.0.1:11434/v1"\n'
-        'file_tokens = 800\n\n[budget]\ndaily_tokens = 1000\n')
-    loaded = load_settings(tmp_path, None, env={"OPENAI_API_KEY": "from-env", "OPENAI_BASE_URL": "http://x/v1"})
+        "file_tokens = 800\n\n[budget]\ndaily_tokens = 1000\n"
+    )
+    loaded = load_settings(
+        tmp_path, None, env={"OPENAI_API_KEY": "from-env", "OPENAI_BASE_URL": "http://x/v1"}
+    )
     model = loaded.settings.model
     assert (model.model, model.base_url, model.file_tokens) == (
-        "qwen2.5-coder:7b", "http://127.0.0.1:11434/v1", 800)
+        "qwen2.5-coder:7b",
+        "http://127.0.0.1:11434/v1",
+        800,
+    )
     assert model.api_key == "none"  # a local endpoint the file names never gets the user's key
     assert loaded.settings.budget.daily_tokens == 1000
     assert load_settings(tmp_path, None, env={"FILESCOUT_PRIVACY": "1"}).settings.privacy_mode
     # The user's own endpoint (here from the environment) keeps the user's key.
     (tmp_path / "filescout.toml").write_text('[model]\nmodel = "gpt-4o-mini"\nconcurrency = 4\n')
-    loaded = load_settings(tmp_path, None, env={"OPENAI_API_KEY": "from-env", "OPENAI_BASE_URL": "http://x/v1"})
-    assert (loaded.settings.model.model, loaded.settings.model.api_key,
-            loaded.settings.model.concurrency) == ("gpt-4o-mini", "from-env", 4)
+    loaded = load_settings(
+        tmp_path, None, env={"OPENAI_API_KEY": "from-env", "OPENAI_BASE_URL": "http://x/v1"}
+    )
+    assert (
+        loaded.settings.model.model,
+        loaded.settings.model.api_key,
+        loaded.settings.model.concurrency,
+    ) == ("gpt-4o-mini", "from-env", 4)
 
 
 def test_workspace_file_cannot_send_content_or_keys_elsewhere(tmp_path: Path) -> None:
@@ -150,22 +179,32 @@ def test_workspace_file_cannot_send_content_or_keys_elsewhere(tmp_path: Path) ->
         return load_settings(tmp_path, editor, env={"OPENAI_API_KEY": "users-key", **(env or {})})
 
     # A remote endpoint, with or without a key of its own: ignored, and no model turned on.
-    for toml in ['[model]\nmodel = "m"\nbase_url = "https://collector.example/v1"\n',
-                 '[model]\nmodel = "m"\nbase_url = "https://collector.example/v1"\napi_key = "k"\n',
-                 '[model]\nmodel = "gpt-4o"\n']:
+    for toml in [
+        '[model]\nmodel = "m"\nbase_url = "https://collector.example/v1"\n',
+        '[model]\nmodel = "m"\nbase_url = "https://collector.example/v1"\napi_key = "k"\n',
+        '[model]\nmodel = "gpt-4o"\n',
+    ]:
         loaded = load(toml)
         assert loaded.settings.model.base_url is None and loaded.settings.model.model is None, toml
         assert any("ignored" in warning for warning in loaded.warnings)
     # A local endpoint the file names gets no key of the user's; with an editor key it is dropped.
-    assert load('[model]\nmodel = "m"\nbase_url = "http://localhost:8080/v1"\n').settings.model.api_key == "none"
-    loaded = load('[model]\nmodel = "m"\nbase_url = "http://127.0.0.1:3000/v1"\n',
-                  editor={"model": {"apiKey": "editor-key"}})
+    assert (
+        load('[model]\nmodel = "m"\nbase_url = "http://localhost:8080/v1"\n').settings.model.api_key == "none"
+    )
+    loaded = load(
+        '[model]\nmodel = "m"\nbase_url = "http://127.0.0.1:3000/v1"\n',
+        editor={"model": {"apiKey": "editor-key"}},
+    )
     assert loaded.settings.model.base_url is None
     # The user's chosen endpoint wins and keeps the user's key.
-    loaded = load('[model]\nbase_url = "http://127.0.0.1:3000/v1"\n',
-                  editor={"model": {"model": "m", "baseUrl": "https://api.example/v1"}})
+    loaded = load(
+        '[model]\nbase_url = "http://127.0.0.1:3000/v1"\n',
+        editor={"model": {"model": "m", "baseUrl": "https://api.example/v1"}},
+    )
     assert (loaded.settings.model.base_url, loaded.settings.model.api_key) == (
-        "https://api.example/v1", "users-key")
+        "https://api.example/v1",
+        "users-key",
+    )
     # Privacy mode can be turned on, not off.
     assert load("privacy_mode = false\n", env={"FILESCOUT_PRIVACY": "1"}).settings.privacy_mode
     assert load("privacy_mode = true\n").settings.privacy_mode
@@ -173,8 +212,15 @@ def test_workspace_file_cannot_send_content_or_keys_elsewhere(tmp_path: Path) ->
     (tmp_path / "outside").mkdir()
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "cache").symlink_to(tmp_path / "outside", target_is_directory=True)
-    for db_path in ["/home/someone/.bashrc", "~/.bashrc", "./~/.bashrc", "a/../../x", "C:/Users/x",
-                    "cache/index.sqlite3", "..\\x"]:
+    for db_path in [
+        "/home/someone/.bashrc",
+        "~/.bashrc",
+        "./~/.bashrc",
+        "a/../../x",
+        "C:/Users/x",
+        "cache/index.sqlite3",
+        "..\\x",
+    ]:
         (tmp_path / "ws" / "filescout.toml").write_text(f"db_path = {db_path!r}\n".replace("'", '"'))
         loaded = load_settings(tmp_path / "ws", None, env={})
         assert loaded.settings.db_path is None, db_path
@@ -218,8 +264,8 @@ def test_circuit_breaker_opens_doubles_and_closes() -> None:
 
 
 def test_retry_after_forms() -> None:
-    from email.utils import format_datetime
     from datetime import datetime, timedelta, timezone
+    from email.utils import format_datetime
     from types import SimpleNamespace
 
     from filescout.model import retry_after

@@ -20,19 +20,19 @@ MAX_SYMBOLS = 40
 DEFINITION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, re.MULTILINE)
     for pattern in (
-        r"^(?:async\s+)?def\s+([A-Za-z_]\w*)",                                # python
-        r"^class\s+([A-Za-z_]\w*)",                                           # python, ruby, js
+        r"^(?:async\s+)?def\s+([A-Za-z_]\w*)",  # python
+        r"^class\s+([A-Za-z_]\w*)",  # python, ruby, js
         r"^(?:export\s+)?(?:default\s+)?(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)",
         r"^(?:export\s+)?(?:abstract\s+)?(?:class|interface|enum|type)\s+([A-Za-z_$][\w$]*)",
         r"^(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=",
-        r"^func\s+(?:\([^)]*\)\s*)?([A-Za-z_]\w*)",                           # go
-        r"^type\s+([A-Za-z_]\w*)\s+(?:struct|interface)",                     # go
+        r"^func\s+(?:\([^)]*\)\s*)?([A-Za-z_]\w*)",  # go
+        r"^type\s+([A-Za-z_]\w*)\s+(?:struct|interface)",  # go
         r"^(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?(?:fn|struct|enum|trait|mod)\s+([A-Za-z_]\w*)",
         r"^(?:public|private|protected|internal)?\s*(?:static\s+)?(?:final\s+)?(?:abstract\s+)?"
         r"(?:sealed\s+)?(?:data\s+)?(?:class|interface|enum|record|struct|object)\s+([A-Za-z_]\w*)",
-        r"^module\s+([A-Z]\w*)",                                              # ruby
-        r"^(?:local\s+)?function\s+([A-Za-z_][\w.:]*)",                       # lua
-        r"^([A-Za-z_]\w*)\s*\(\)\s*\{",                                       # shell
+        r"^module\s+([A-Z]\w*)",  # ruby
+        r"^(?:local\s+)?function\s+([A-Za-z_][\w.:]*)",  # lua
+        r"^([A-Za-z_]\w*)\s*\(\)\s*\{",  # shell
     )
 )
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -49,14 +49,15 @@ def leading_comment(text: str, language: str | None) -> str:
         match = PY_DOCSTRING.match(text)
         if match:
             return match.group(2)
-    body = text[text.find("\n") + 1:] if text.startswith("#!") else text
+    body = text[text.find("\n") + 1 :] if text.startswith("#!") else text
     match = BLOCK_COMMENT.match(body) or LINE_COMMENT.match(body)
     if not match:
         return ""
     lines = [COMMENT_MARK.sub("", line).strip() for line in match.group(0).splitlines()]
     lines = [line for line in lines if line and line not in ("/*", "*/", "*")]
-    text_lines = [line.strip("/* ") for line in lines
-                  if not any(word in line.lower() for word in LICENSE_WORDS)]
+    text_lines = [
+        line.strip("/* ") for line in lines if not any(word in line.lower() for word in LICENSE_WORDS)
+    ]
     return " ".join(line for line in text_lines if line)
 
 
@@ -66,8 +67,11 @@ BOILERPLATE_LINE = re.compile(r"^(from\s+\S+\s+)?import\b|^(#include|using|packa
 def first_meaningful_line(text: str) -> str:
     for line in text.splitlines():
         stripped = line.strip()
-        if (len(stripped) > 3 and any(ch.isalpha() for ch in stripped)
-                and not BOILERPLATE_LINE.match(stripped)):
+        if (
+            len(stripped) > 3
+            and any(ch.isalpha() for ch in stripped)
+            and not BOILERPLATE_LINE.match(stripped)
+        ):
             return stripped
     return ""
 
@@ -97,8 +101,9 @@ def describe_kind(path: str, language: str | None, kind: str) -> str:
     label = language.capitalize() if language else PurePosixPath(path).suffix.lstrip(".") or "text"
     if language in ("tsx", "csharp", "cpp"):
         label = {"tsx": "TSX", "csharp": "C#", "cpp": "C++"}[language]
-    noun = {"test": "tests", "docs": "document", "config": "configuration",
-            "data": "data file"}.get(kind, "file")
+    noun = {"test": "tests", "docs": "document", "config": "configuration", "data": "data file"}.get(
+        kind, "file"
+    )
     return f"{label} {noun}"
 
 
@@ -138,6 +143,6 @@ def annotate_text(item: FileToAnnotate) -> Annotation:
     if not text.strip():
         parts = [describe_kind(item.path, item.language, item.kind) + " (empty)"]
     summary = clip(". ".join(parts) + ".")
-    return Annotation(summary=summary, tags=tags_for(item.path, item.language, item.kind, symbols),
-                      symbols=list(symbols))
-
+    return Annotation(
+        summary=summary, tags=tags_for(item.path, item.language, item.kind, symbols), symbols=list(symbols)
+    )

@@ -15,9 +15,17 @@ from dataclasses import dataclass
 import msgspec
 
 from filescout.annotate.base import SUMMARY_LIMIT, TAG_LIMIT, clip
-from filescout.model import CHARS_PER_TOKEN, Answer, MalformedAnswer, ModelClient, ModelError, ask, estimate_tokens
-from filescout.redact import redact
+from filescout.model import (
+    CHARS_PER_TOKEN,
+    Answer,
+    MalformedAnswer,
+    ModelClient,
+    ModelError,
+    ask,
+    estimate_tokens,
+)
 from filescout.records import Annotation
+from filescout.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +88,7 @@ def excerpt(text: str, token_budget: int) -> tuple[str, str]:
 def render_file(item: ModelInput, token_budget: int) -> str:
     content, note = excerpt(item.text, token_budget)
     outline = item.outline
-    lines = [f"### {item.path} ({item.language or 'text'}, {item.kind})",
-             f"outline: {outline.summary}"]
+    lines = [f"### {item.path} ({item.language or 'text'}, {item.kind})", f"outline: {outline.summary}"]
     if outline.symbols:
         lines.append("symbols: " + ", ".join(outline.symbols[:60]))
     if outline.imports:
@@ -90,8 +97,9 @@ def render_file(item: ModelInput, token_budget: int) -> str:
     return redact("\n".join(lines))
 
 
-def plan_requests(items: Sequence[ModelInput], *, file_tokens: int,
-                  request_tokens: int) -> list[list[tuple[ModelInput, str]]]:
+def plan_requests(
+    items: Sequence[ModelInput], *, file_tokens: int, request_tokens: int
+) -> list[list[tuple[ModelInput, str]]]:
     """Group rendered files into requests that stay within the input budget."""
     groups: list[list[tuple[ModelInput, str]]] = []
     current: list[tuple[ModelInput, str]] = []
@@ -125,14 +133,16 @@ class ModelAnnotator:
         self.client = client
         self.id = f"model:{client.name}/p{PROMPT_VERSION}"
 
-    async def annotate(self, items: Sequence[ModelInput]) -> tuple[list[Annotation | None], ModelError | None]:
+    async def annotate(
+        self, items: Sequence[ModelInput]
+    ) -> tuple[list[Annotation | None], ModelError | None]:
         """Annotations for the items that got one, and the error that stopped the others
         (the caller pauses model work on it; structural annotations stand meanwhile)."""
         settings = self.client.settings
-        groups = plan_requests(items, file_tokens=settings.file_tokens,
-                               request_tokens=settings.request_tokens)
-        answers = await asyncio.gather(*(self._request(group) for group in groups),
-                                       return_exceptions=True)
+        groups = plan_requests(
+            items, file_tokens=settings.file_tokens, request_tokens=settings.request_tokens
+        )
+        answers = await asyncio.gather(*(self._request(group) for group in groups), return_exceptions=True)
         by_path: dict[str, Annotation] = {}
         error: ModelError | None = None
         for answer in answers:
@@ -143,8 +153,9 @@ class ModelAnnotator:
             error = error or failure
         return [by_path.get(item.path) for item in items], error
 
-    async def _request(self, group: list[tuple[ModelInput, str]]
-                       ) -> tuple[dict[str, Annotation], ModelError | None]:
+    async def _request(
+        self, group: list[tuple[ModelInput, str]]
+    ) -> tuple[dict[str, Annotation], ModelError | None]:
         """One request for a group; a malformed or incomplete answer is asked for once more
         (for the missing files only), then those files keep their structural annotation.
         What the first answer gave is kept even if asking again fails: it is paid for."""
@@ -153,16 +164,24 @@ class ModelAnnotator:
         calls_left = CALLS_PER_REQUEST
         while remaining and calls_left:
             body = "\n\n".join(rendered for _, rendered in remaining)
-            messages = [{"role": "system", "content": SYSTEM_PROMPT},
-                        {"role": "user", "content": f"Annotate these {len(remaining)} files.\n\n{body}"}]
+            messages = [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": f"Annotate these {len(remaining)} files.\n\n{body}"},
+            ]
             if calls_left < CALLS_PER_REQUEST:  # the first answer was fine but left files out
                 messages.append({"role": "user", "content": ASK_AGAIN})
             try:
                 # A malformed answer uses up the second call inside `ask`; an incomplete one
                 # comes back here with one call left for the missing files.
-                answer = await ask(self.client, messages, AnswerBatch, name="file_annotations",
-                                   max_output_tokens=OUTPUT_TOKENS_PER_FILE * len(remaining) + 60,
-                                   attempts=calls_left, ask_again=ASK_AGAIN)
+                answer = await ask(
+                    self.client,
+                    messages,
+                    AnswerBatch,
+                    name="file_annotations",
+                    max_output_tokens=OUTPUT_TOKENS_PER_FILE * len(remaining) + 60,
+                    attempts=calls_left,
+                    ask_again=ASK_AGAIN,
+                )
             except MalformedAnswer as error:
                 log.info("%s; %d files keep their structural annotation", error, len(remaining))
                 break
@@ -173,8 +192,9 @@ class ModelAnnotator:
         return results, None
 
     @staticmethod
-    def _keep(answer: Answer[AnswerBatch], asked: list[tuple[ModelInput, str]],
-              results: dict[str, Annotation]) -> list[tuple[ModelInput, str]]:
+    def _keep(
+        answer: Answer[AnswerBatch], asked: list[tuple[ModelInput, str]], results: dict[str, Annotation]
+    ) -> list[tuple[ModelInput, str]]:
         """Add the annotations an answer gives to `results`; return the files it did not
         mention. Each file asked about carries an equal share of what the answer cost, a
         malformed first try included."""
@@ -187,7 +207,11 @@ class ModelAnnotator:
             if item is None or not summary:
                 continue  # a path we did not ask about, or an empty summary
             results[item.path] = Annotation(
-                summary=summary, tags=clean_tags(note.tags) or item.outline.tags,
-                symbols=item.outline.symbols, imports=item.outline.imports,
-                input_tokens=share_in, output_tokens=share_out)
+                summary=summary,
+                tags=clean_tags(note.tags) or item.outline.tags,
+                symbols=item.outline.symbols,
+                imports=item.outline.imports,
+                input_tokens=share_in,
+                output_tokens=share_out,
+            )
         return [(item, rendered) for item, rendered in asked if item.path in wanted]

@@ -13,7 +13,7 @@ import re
 import sys
 import threading
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 
 from tree_sitter import Node, Parser
 
@@ -23,11 +23,32 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 GRAMMARS = {
-    "python": "python", "javascript": "javascript", "typescript": "typescript", "tsx": "tsx",
-    "go": "go", "rust": "rust", "java": "java", "c": "c", "cpp": "cpp", "csharp": "csharp",
-    "ruby": "ruby", "php": "php", "kotlin": "kotlin", "swift": "swift", "lua": "lua",
-    "bash": "bash", "scala": "scala", "dart": "dart", "elixir": "elixir", "haskell": "haskell",
-    "ocaml": "ocaml", "julia": "julia", "r": "r", "zig": "zig", "perl": "perl", "vue": None,
+    "python": "python",
+    "javascript": "javascript",
+    "typescript": "typescript",
+    "tsx": "tsx",
+    "go": "go",
+    "rust": "rust",
+    "java": "java",
+    "c": "c",
+    "cpp": "cpp",
+    "csharp": "csharp",
+    "ruby": "ruby",
+    "php": "php",
+    "kotlin": "kotlin",
+    "swift": "swift",
+    "lua": "lua",
+    "bash": "bash",
+    "scala": "scala",
+    "dart": "dart",
+    "elixir": "elixir",
+    "haskell": "haskell",
+    "ocaml": "ocaml",
+    "julia": "julia",
+    "r": "r",
+    "zig": "zig",
+    "perl": "perl",
+    "vue": None,
 }
 MAX_SOURCE_BYTES = 512 * 1024
 MAX_SYMBOLS = 120
@@ -36,60 +57,166 @@ MAX_DEPTH = 3
 # Node types that define something, and what to call it.
 DEFINITIONS: dict[str, str] = {
     # classes and other types
-    "class_definition": "class", "class_declaration": "class", "class_specifier": "class",
-    "struct_specifier": "struct", "struct_item": "struct", "struct_declaration": "struct",
-    "union_specifier": "struct", "enum_item": "enum", "enum_declaration": "enum",
-    "enum_specifier": "enum", "interface_declaration": "interface", "trait_item": "trait",
-    "trait_declaration": "trait", "record_declaration": "record", "object_declaration": "object",
-    "protocol_declaration": "protocol", "type_alias_declaration": "type", "type_spec": "type",
-    "type_item": "type", "type_definition": "type", "module": "module", "class": "class",
-    "mod_item": "module", "namespace_definition": "namespace", "namespace_declaration": "namespace",
-    "file_scoped_namespace_declaration": "namespace", "internal_module": "namespace",
-    "impl_item": "impl", "singleton_class": "class", "object_definition": "object",
-    "trait_definition": "trait", "enum_definition": "enum",
+    "class_definition": "class",
+    "class_declaration": "class",
+    "class_specifier": "class",
+    "struct_specifier": "struct",
+    "struct_item": "struct",
+    "struct_declaration": "struct",
+    "union_specifier": "struct",
+    "enum_item": "enum",
+    "enum_declaration": "enum",
+    "enum_specifier": "enum",
+    "interface_declaration": "interface",
+    "trait_item": "trait",
+    "trait_declaration": "trait",
+    "record_declaration": "record",
+    "object_declaration": "object",
+    "protocol_declaration": "protocol",
+    "type_alias_declaration": "type",
+    "type_spec": "type",
+    "type_item": "type",
+    "type_definition": "type",
+    "module": "module",
+    "class": "class",
+    "mod_item": "module",
+    "namespace_definition": "namespace",
+    "namespace_declaration": "namespace",
+    "file_scoped_namespace_declaration": "namespace",
+    "internal_module": "namespace",
+    "impl_item": "impl",
+    "singleton_class": "class",
+    "object_definition": "object",
+    "trait_definition": "trait",
+    "enum_definition": "enum",
     # functions
-    "function_definition": "function", "function_declaration": "function",
-    "function_item": "function", "method_definition": "method", "method_declaration": "method",
-    "method": "method", "singleton_method": "method", "constructor_declaration": "method",
-    "generator_function_declaration": "function", "function_signature_item": "function",
-    "macro_definition": "macro", "preproc_function_def": "macro",
+    "function_definition": "function",
+    "function_declaration": "function",
+    "function_item": "function",
+    "method_definition": "method",
+    "method_declaration": "method",
+    "method": "method",
+    "singleton_method": "method",
+    "constructor_declaration": "method",
+    "generator_function_declaration": "function",
+    "function_signature_item": "function",
+    "macro_definition": "macro",
+    "preproc_function_def": "macro",
     # constants
-    "const_item": "constant", "static_item": "constant", "const_spec": "constant",
+    "const_item": "constant",
+    "static_item": "constant",
+    "const_spec": "constant",
     "preproc_def": "constant",
 }
-CONTAINERS = frozenset({"class", "struct", "interface", "trait", "record", "object", "protocol",
-                        "module", "namespace", "impl", "enum"})
+CONTAINERS = frozenset(
+    {
+        "class",
+        "struct",
+        "interface",
+        "trait",
+        "record",
+        "object",
+        "protocol",
+        "module",
+        "namespace",
+        "impl",
+        "enum",
+    }
+)
 # Nodes that only wrap definitions: look inside, at the same depth.
-WRAPPERS = frozenset({
-    "decorated_definition", "export_statement", "template_declaration", "type_declaration",
-    "const_declaration", "declaration_list", "expression_statement", "linkage_specification",
-    "ambient_declaration", "module_declaration",
-})
-BODY_TYPES = frozenset({
-    "block", "class_body", "declaration_list", "body_statement", "statement_block",
-    "enum_body", "interface_body", "field_declaration_list", "enum_class_body", "protocol_body",
-    "object_body", "enum_variant_list", "compound_statement",
-})
-IMPORTS = frozenset({
-    "import_statement", "import_from_statement", "future_import_statement", "import_declaration",
-    "use_declaration", "using_directive", "preproc_include", "namespace_use_declaration",
-    "import_header", "import_list", "import_spec",
-})
+WRAPPERS = frozenset(
+    {
+        "decorated_definition",
+        "export_statement",
+        "template_declaration",
+        "type_declaration",
+        "const_declaration",
+        "declaration_list",
+        "expression_statement",
+        "linkage_specification",
+        "ambient_declaration",
+        "module_declaration",
+    }
+)
+BODY_TYPES = frozenset(
+    {
+        "block",
+        "class_body",
+        "declaration_list",
+        "body_statement",
+        "statement_block",
+        "enum_body",
+        "interface_body",
+        "field_declaration_list",
+        "enum_class_body",
+        "protocol_body",
+        "object_body",
+        "enum_variant_list",
+        "compound_statement",
+    }
+)
+IMPORTS = frozenset(
+    {
+        "import_statement",
+        "import_from_statement",
+        "future_import_statement",
+        "import_declaration",
+        "use_declaration",
+        "using_directive",
+        "preproc_include",
+        "namespace_use_declaration",
+        "import_header",
+        "import_list",
+        "import_spec",
+    }
+)
 NAMESPACES = frozenset({"namespace", "module"})
 """Containers whose members count as top level: `namespace Shop { class Cart }` defines Cart."""
 IGNORED_IMPORTS = frozenset({"__future__"})
-NAME_TYPES = frozenset({"identifier", "type_identifier", "simple_identifier", "constant",
-                        "name", "field_identifier", "namespace_identifier", "word",
-                        "property_identifier", "qualified_identifier", "scoped_identifier",
-                        "user_type", "dot_index_expression", "scoped_type_identifier"})
+NAME_TYPES = frozenset(
+    {
+        "identifier",
+        "type_identifier",
+        "simple_identifier",
+        "constant",
+        "name",
+        "field_identifier",
+        "namespace_identifier",
+        "word",
+        "property_identifier",
+        "qualified_identifier",
+        "scoped_identifier",
+        "user_type",
+        "dot_index_expression",
+        "scoped_type_identifier",
+    }
+)
 REQUIRE_CALLS = frozenset({"require", "require_relative", "import", "source", "load", "dofile"})
 COMMENT_MARKS = re.compile(r"^\s*(?:/\*+!?|\*+/|\*|//+[!/]?|#+!?|--+\[?\[?|;+|%+|\"\"\"|''')\s?")
-LICENSE_WORDS = ("copyright", "license", "licence", "spdx", "all rights reserved", "-*-",
-                 "eslint-disable", "prettier-ignore", "@ts-", "noqa", "pylint:", "type: ignore",
-                 "vim:", "go:build", "+build", "#!/", "use strict")
+LICENSE_WORDS = (
+    "copyright",
+    "license",
+    "licence",
+    "spdx",
+    "all rights reserved",
+    "-*-",
+    "eslint-disable",
+    "prettier-ignore",
+    "@ts-",
+    "noqa",
+    "pylint:",
+    "type: ignore",
+    "vim:",
+    "go:build",
+    "+build",
+    "#!/",
+    "use strict",
+)
 QUOTED = re.compile(r"""["'`<]([^"'`<>]+)["'`>]""")
-IMPORT_KEYWORDS = re.compile(r"^\s*(?:import|from|use|using|package|#\s*include|require|export)\b\s*"
-                             r"(?:static\s+|type\s+|namespace\s+)?")
+IMPORT_KEYWORDS = re.compile(
+    r"^\s*(?:import|from|use|using|package|#\s*include|require|export)\b\s*"
+    r"(?:static\s+|type\s+|namespace\s+)?"
+)
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.MULTILINE)
 YAML_KEY = re.compile(r"^([A-Za-z0-9_][\w.\-/]*)\s*:", re.MULTILINE)
 
@@ -136,19 +263,19 @@ def _load_parser(grammar: str) -> Parser | None:
     try:
         from tree_sitter_language_pack import get_parser
 
-        return get_parser(grammar)  # type: ignore[arg-type]
+        return get_parser(grammar)  # type: ignore[arg-type]  # a name from GRAMMARS, which the pack has
     except Exception:  # a grammar missing from this build: fall back to text
         return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def has_grammar(language: str | None) -> bool:
     grammar = GRAMMARS.get(language or "")
     return grammar is not None and _load_parser(grammar) is not None
 
 
 def _text(node: Node, source: bytes) -> str:
-    return source[node.start_byte:node.end_byte].decode("utf-8", errors="replace")
+    return source[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
 
 
 def _name_of(node: Node, source: bytes) -> str | None:
@@ -194,10 +321,18 @@ def _assigned_symbol(node: Node, source: bytes, depth: int) -> Symbol | None:
                 value = declarator.child_by_field_name("value")
                 if name is None or name.type != "identifier":
                     continue
-                kind = "function" if value is not None and value.type in (
-                    "arrow_function", "function_expression", "function") else "constant"
-                if kind == "constant" and value is not None and value.type == "call_expression" and \
-                        _text(value, source).startswith("require"):
+                kind = (
+                    "function"
+                    if value is not None
+                    and value.type in ("arrow_function", "function_expression", "function")
+                    else "constant"
+                )
+                if (
+                    kind == "constant"
+                    and value is not None
+                    and value.type == "call_expression"
+                    and _text(value, source).startswith("require")
+                ):
                     continue
                 return Symbol(_text(name, source), kind, depth)
     if node.type == "assignment" and depth == 0:
@@ -228,12 +363,19 @@ def _call_import(node: Node, source: bytes) -> list[str]:
     """`require("x")`, `require_relative "y"`, `source lib.sh`."""
     call = node
     if node.type in ("lexical_declaration", "variable_declaration", "expression_statement"):
-        calls = [descendant for descendant in _shallow(node, 3) if descendant.type in ("call_expression", "call", "function_call")]
+        calls = [
+            descendant
+            for descendant in _shallow(node, 3)
+            if descendant.type in ("call_expression", "call", "function_call")
+        ]
         if not calls:
             return []
         call = calls[0]
-    head = call.child_by_field_name("function") or call.child_by_field_name("method") or \
-        call.child_by_field_name("name")
+    head = (
+        call.child_by_field_name("function")
+        or call.child_by_field_name("method")
+        or call.child_by_field_name("name")
+    )
     if node.type == "command":
         head = node.child_by_field_name("name")
     if head is None or _text(head, source).strip() not in REQUIRE_CALLS:
@@ -277,14 +419,19 @@ def _module_doc(root: Node, source: bytes, language: str) -> str:
             if not text.startswith("#!"):
                 comments.append(text)
             continue
-        if kind in ("php_tag", "package_clause", "package_declaration", "package_header",
-                    "shebang") and not comments:
+        if (
+            kind in ("php_tag", "package_clause", "package_declaration", "package_header", "shebang")
+            and not comments
+        ):
             continue
         break
     doc = " ".join(filter(None, (_clean_comment(comment) for comment in comments)))
     if not doc and language == "rust":
-        inner = [_text(child, source) for child in root.named_children
-                 if child.type == "line_comment" and _text(child, source).startswith("//!")]
+        inner = [
+            _text(child, source)
+            for child in root.named_children
+            if child.type == "line_comment" and _text(child, source).startswith("//!")
+        ]
         doc = _clean_comment("\n".join(inner))
     return doc
 
@@ -297,8 +444,9 @@ def _walk(node: Node, source: bytes, outline: Outline, depth: int, container: st
         if kind is not None:
             name = _name_of(child, source)
             if name:
-                outline.symbols.append(Symbol(name, kind if depth == 0 or kind != "function" else "method",
-                                              depth, container))
+                outline.symbols.append(
+                    Symbol(name, kind if depth == 0 or kind != "function" else "method", depth, container)
+                )
                 inner = depth if kind in NAMESPACES else depth + 1
                 if kind in CONTAINERS and inner < MAX_DEPTH:
                     body = _body_of(child)
@@ -317,7 +465,10 @@ def _walk(node: Node, source: bytes, outline: Outline, depth: int, container: st
             if assigned is not None:
                 outline.symbols.append(assigned)
                 continue
-            if child.type == "if_statement" and b"__main__" in source[child.start_byte:child.start_byte + 60]:
+            if (
+                child.type == "if_statement"
+                and b"__main__" in source[child.start_byte : child.start_byte + 60]
+            ):
                 outline.entry_point = True
         if child.type in WRAPPERS or (child.type in BODY_TYPES and depth == 0):
             _walk(child, source, outline, depth, container)
@@ -333,8 +484,9 @@ def outline_code(source: bytes, language: str) -> Outline | None:
     outline = Outline(parsed=True)
     outline.doc = _module_doc(tree.root_node, source, language)
     _walk(tree.root_node, source, outline, 0, None)
-    outline.imports = list(dict.fromkeys(
-        name for name in outline.imports if name and name not in IGNORED_IMPORTS))[:60]
+    outline.imports = list(
+        dict.fromkeys(name for name in outline.imports if name and name not in IGNORED_IMPORTS)
+    )[:60]
     names = {symbol.name for symbol in outline.top_level}
     if "main" in names and language in ("go", "rust", "c", "cpp", "java", "kotlin", "swift", "csharp"):
         outline.entry_point = True
@@ -389,7 +541,7 @@ def outline_data(text: str, language: str, path: str) -> Outline:
         outline.keys = list(dict.fromkeys(YAML_KEY.findall(text)))[:MAX_SYMBOLS]
     name = path.rsplit("/", 1)[-1].lower()
     if name in MANIFEST_FACTS and isinstance(data, dict):
-        for label, keys in zip(("name", "description"), MANIFEST_FACTS[name]):
+        for label, keys in zip(("name", "description"), MANIFEST_FACTS[name], strict=True):
             value = _dig(data, keys)
             if value:
                 outline.facts[label] = value

@@ -25,33 +25,127 @@ log = logging.getLogger(__name__)
 ANNOTATOR_ID = "structural/2"
 
 LANGUAGE_LABELS = {
-    "python": "Python", "javascript": "JavaScript", "typescript": "TypeScript", "tsx": "TSX",
-    "go": "Go", "rust": "Rust", "java": "Java", "c": "C", "cpp": "C++", "csharp": "C#",
-    "ruby": "Ruby", "php": "PHP", "kotlin": "Kotlin", "swift": "Swift", "lua": "Lua",
-    "bash": "Shell", "markdown": "Markdown", "json": "JSON", "yaml": "YAML", "toml": "TOML",
+    "python": "Python",
+    "javascript": "JavaScript",
+    "typescript": "TypeScript",
+    "tsx": "TSX",
+    "go": "Go",
+    "rust": "Rust",
+    "java": "Java",
+    "c": "C",
+    "cpp": "C++",
+    "csharp": "C#",
+    "ruby": "Ruby",
+    "php": "PHP",
+    "kotlin": "Kotlin",
+    "swift": "Swift",
+    "lua": "Lua",
+    "bash": "Shell",
+    "markdown": "Markdown",
+    "json": "JSON",
+    "yaml": "YAML",
+    "toml": "TOML",
 }
-KIND_NOUNS = {"source": "source", "test": "tests", "docs": "document", "config": "configuration",
-              "data": "data", "other": "file"}
+KIND_NOUNS = {
+    "source": "source",
+    "test": "tests",
+    "docs": "document",
+    "config": "configuration",
+    "data": "data",
+    "other": "file",
+}
 FRAMEWORKS = {
-    "django": "django", "flask": "flask", "fastapi": "fastapi", "starlette": "starlette",
-    "sqlalchemy": "sqlalchemy", "pydantic": "pydantic", "pytest": "pytest", "unittest": "unittest",
-    "numpy": "numpy", "pandas": "pandas", "torch": "pytorch", "tensorflow": "tensorflow",
-    "asyncio": "asyncio", "aiohttp": "aiohttp", "requests": "http", "httpx": "http",
-    "urllib3": "http", "celery": "celery", "boto3": "aws", "jinja2": "jinja", "werkzeug": "werkzeug",
-    "click": "cli", "argparse": "cli", "typer": "cli", "logging": "logging", "sqlite3": "sqlite",
-    "react": "react", "react-dom": "react", "vue": "vue", "@angular/core": "angular",
-    "svelte": "svelte", "express": "express", "next": "nextjs", "jest": "jest", "vitest": "vitest",
-    "mocha": "mocha", "chai": "testing", "axios": "http", "lodash": "lodash", "graphql": "graphql",
-    "@prisma/client": "prisma", "typeorm": "typeorm", "mongoose": "mongodb", "redux": "redux",
-    "rxjs": "rxjs", "node:http": "http", "http": "http", "fs": "filesystem", "node:fs": "filesystem",
-    "net/http": "http", "database/sql": "sql", "testing": "testing", "github.com/gin-gonic/gin": "gin",
-    "google.golang.org/grpc": "grpc", "tokio": "tokio", "serde": "serde", "actix_web": "actix",
-    "org.springframework": "spring", "org.junit": "junit", "javax.persistence": "jpa",
-    "System.Linq": "linq", "Microsoft.AspNetCore": "aspnet", "UIKit": "uikit", "SwiftUI": "swiftui",
+    "django": "django",
+    "flask": "flask",
+    "fastapi": "fastapi",
+    "starlette": "starlette",
+    "sqlalchemy": "sqlalchemy",
+    "pydantic": "pydantic",
+    "pytest": "pytest",
+    "unittest": "unittest",
+    "numpy": "numpy",
+    "pandas": "pandas",
+    "torch": "pytorch",
+    "tensorflow": "tensorflow",
+    "asyncio": "asyncio",
+    "aiohttp": "aiohttp",
+    "requests": "http",
+    "httpx": "http",
+    "urllib3": "http",
+    "celery": "celery",
+    "boto3": "aws",
+    "jinja2": "jinja",
+    "werkzeug": "werkzeug",
+    "click": "cli",
+    "argparse": "cli",
+    "typer": "cli",
+    "logging": "logging",
+    "sqlite3": "sqlite",
+    "react": "react",
+    "react-dom": "react",
+    "vue": "vue",
+    "@angular/core": "angular",
+    "svelte": "svelte",
+    "express": "express",
+    "next": "nextjs",
+    "jest": "jest",
+    "vitest": "vitest",
+    "mocha": "mocha",
+    "chai": "testing",
+    "axios": "http",
+    "lodash": "lodash",
+    "graphql": "graphql",
+    "@prisma/client": "prisma",
+    "typeorm": "typeorm",
+    "mongoose": "mongodb",
+    "redux": "redux",
+    "rxjs": "rxjs",
+    "node:http": "http",
+    "http": "http",
+    "fs": "filesystem",
+    "node:fs": "filesystem",
+    "net/http": "http",
+    "database/sql": "sql",
+    "testing": "testing",
+    "github.com/gin-gonic/gin": "gin",
+    "google.golang.org/grpc": "grpc",
+    "tokio": "tokio",
+    "serde": "serde",
+    "actix_web": "actix",
+    "org.springframework": "spring",
+    "org.junit": "junit",
+    "javax.persistence": "jpa",
+    "System.Linq": "linq",
+    "Microsoft.AspNetCore": "aspnet",
+    "UIKit": "uikit",
+    "SwiftUI": "swiftui",
 }
-GENERIC_WORDS = STOPWORDS | {"get", "set", "init", "new", "self", "value", "data", "main", "test",
-                             "util", "utils", "helper", "helpers", "index", "default", "type",
-                             "make", "create", "run", "handle", "impl", "args", "kwargs", "obj"}
+GENERIC_WORDS = STOPWORDS | {
+    "get",
+    "set",
+    "init",
+    "new",
+    "self",
+    "value",
+    "data",
+    "main",
+    "test",
+    "util",
+    "utils",
+    "helper",
+    "helpers",
+    "index",
+    "default",
+    "type",
+    "make",
+    "create",
+    "run",
+    "handle",
+    "impl",
+    "args",
+    "kwargs",
+    "obj",
+}
 MIGRATION_PATH = re.compile(r"(^|/)(migrations?|alembic/versions|db/migrate)/", re.IGNORECASE)
 CLI_PATH = re.compile(r"(^|/)(bin|cmd|scripts?|cli)/|(^|/)(cli|__main__|main|manage)\.\w+$")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s")
@@ -122,8 +216,12 @@ def describe(item: FileToAnnotate, outline: Outline) -> str:
         head += f" for {outline.facts['name']}"
     parts.append(f"{head}: {about}" if about else head)
     top = outline.top_level
-    types = [s.name for s in top if s.kind in ("class", "struct", "interface", "trait", "record",
-                                                "object", "protocol", "enum", "type", "impl")]
+    types = [
+        s.name
+        for s in top
+        if s.kind
+        in ("class", "struct", "interface", "trait", "record", "object", "protocol", "enum", "type", "impl")
+    ]
     functions = [s.name for s in top if s.kind in ("function", "macro")]
     members = [s.name for s in outline.symbols if s.depth > 0 and s.kind in ("method", "function")]
     definitions = []
@@ -166,8 +264,13 @@ def annotate_structure(item: FileToAnnotate) -> Annotation:
         return dataclasses.replace(fallback, body=body_words(item.text))
     if not item.text.strip():
         label = LANGUAGE_LABELS.get(language, language.capitalize() or "Text")
-        return Annotation(summary=f"{label} {KIND_NOUNS.get(item.kind, 'file')} (empty).",
-                          tags=role_tags(item, outline), symbols=[], imports=[], body="")
+        return Annotation(
+            summary=f"{label} {KIND_NOUNS.get(item.kind, 'file')} (empty).",
+            tags=role_tags(item, outline),
+            symbols=[],
+            imports=[],
+            body="",
+        )
     names = [symbol.name for symbol in outline.symbols] + outline.headings + outline.keys
     tags = role_tags(item, outline) + framework_tags(outline.imports)
     tags += [language] if language and language not in tags else []
@@ -197,8 +300,7 @@ def annotate_safely(item: FileToAnnotate) -> Annotation | None:
     try:
         return annotate_structure(item)
     except Exception:
-        log.warning("structural annotation of %s failed; using the line-based one", item.path,
-                    exc_info=True)
+        log.warning("structural annotation of %s failed; using the line-based one", item.path, exc_info=True)
     try:
         return dataclasses.replace(annotate_by_lines(item), body=body_words(item.text))
     except Exception:

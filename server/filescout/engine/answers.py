@@ -12,9 +12,16 @@ from filescout_protocol.types import FindRelevantResult, RelevantItem
 
 def relevant_item(ranked: RankedFile) -> RelevantItem:
     entry = ranked.entry
-    return RelevantItem(path=entry.path, score=ranked.score, stage=ranked.stage,
-                        reason=ranked.reason, summary=entry.shown_summary, tags=entry.tags,
-                        language=entry.language, kind=entry.kind)
+    return RelevantItem(
+        path=entry.path,
+        score=ranked.score,
+        stage=ranked.stage,
+        reason=ranked.reason,
+        summary=entry.shown_summary,
+        tags=entry.tags,
+        language=entry.language,
+        kind=entry.kind,
+    )
 
 
 @dataclass
@@ -30,12 +37,21 @@ class FindUpdate:
 
     @classmethod
     def of(cls, update: RelevanceUpdate) -> FindUpdate:
-        return cls(stage=update.stage, items=[relevant_item(item) for item in update.items],
-                   done=update.done, stages=update.stages, degraded=update.degraded,
-                   message=update.message)
+        return cls(
+            stage=update.stage,
+            items=[relevant_item(item) for item in update.items],
+            done=update.done,
+            stages=update.stages,
+            degraded=update.degraded,
+            message=update.message,
+        )
 
     def result(self, items: list[RelevantItem] | None = None) -> FindRelevantResult:
         """The final response; `items` replaces this update's items (a streaming face sends
         only what it has not streamed already)."""
-        return FindRelevantResult(items=self.items if items is None else items,
-                                  stages=self.stages, degraded=self.degraded, message=self.message)
+        return FindRelevantResult(
+            items=self.items if items is None else items,
+            stages=self.stages,
+            degraded=self.degraded,
+            message=self.message,
+        )

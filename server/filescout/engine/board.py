@@ -15,8 +15,13 @@ from filescout_protocol.types import IndexStatus
 class StatusBoard:
     """The current phase and the last error; each phase change reaches the listener."""
 
-    def __init__(self, index: Index, listener: StatusListener | None, background: Background,
-                 current_annotator: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        index: Index,
+        listener: StatusListener | None,
+        background: Background,
+        current_annotator: Callable[[], str],
+    ) -> None:
         self.phase: IndexPhase = "idle"
         self.last_error: str | None = None
         self.closed = False
@@ -43,4 +48,3 @@ class StatusBoard:
         )
         if self._listener is not None:
             self._listener(status)
-

@@ -23,10 +23,17 @@ LISTED_KINDS = ("source", "test", "docs", "config", "data", "generated", "other"
 
 
 def file_item(entry: FileEntry) -> FileItem:
-    return FileItem(path=entry.path, summary=entry.shown_summary, tags=entry.tags,
-                    language=entry.language, kind=entry.kind, size=entry.size,
-                    mtime=entry.mtime_ns // 1_000_000, status=entry.status,
-                    annotator=entry.annotator)
+    return FileItem(
+        path=entry.path,
+        summary=entry.shown_summary,
+        tags=entry.tags,
+        language=entry.language,
+        kind=entry.kind,
+        size=entry.size,
+        mtime=entry.mtime_ns // 1_000_000,
+        status=entry.status,
+        annotator=entry.annotator,
+    )
 
 
 def order_of(params: GetFilesParams) -> str:
@@ -66,8 +73,9 @@ class FileListing:
             await matching.aclose()
         return GetFilesPage(items=items, next_cursor=next_cursor)
 
-    async def _matching(self, params: GetFilesParams,
-                        current: str) -> AsyncGenerator[tuple[FileEntry, tuple[Any, ...]], None]:
+    async def _matching(
+        self, params: GetFilesParams, current: str
+    ) -> AsyncGenerator[tuple[FileEntry, tuple[Any, ...]], None]:
         """Files matching every filter of `params`, in its order, each with its position."""
         path_filter = PathFilter.build(self._root, params.globs, params.paths)
         order = order_of(params)
@@ -87,8 +95,9 @@ class FileListing:
         )
         # A small first page answers quickly; later pages are larger, so fewer round trips.
         first_page = max(min(params.batch_size, params.limit or DEFAULT_PAGE_SIZE) + 1, 100)
-        async for page in self._index.files.listing(where, current=current, order=order,
-                                                    position=position, first_page=first_page):
+        async for page in self._index.files.listing(
+            where, current=current, order=order, position=position, first_page=first_page
+        ):
             for entry, key in page:
                 if path_filter.spec is None or path_filter.spec.match_file(entry.path):
                     yield entry, key

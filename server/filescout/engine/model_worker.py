@@ -26,8 +26,9 @@ STOPPING_ERRORS = (ModelUnavailable, BudgetSpent, ModelRefused)
 
 
 class ModelWorker:
-    def __init__(self, root: Path, index: Index, structural: StructuralAnnotator, hooks: Hooks,
-                 rescan: Rescan) -> None:
+    def __init__(
+        self, root: Path, index: Index, structural: StructuralAnnotator, hooks: Hooks, rescan: Rescan
+    ) -> None:
         self.annotator: ModelAnnotator | None = None
         self.queue = AnnotationQueue()
         self.task: asyncio.Task[None] | None = None
@@ -56,8 +57,9 @@ class ModelWorker:
         model = settings.model
         if model.model and not settings.privacy_mode and self._index.writable:
             month_start = Budget.today()[:8] + "01"
-            budget = Budget(settings.budget, await self._index.usage.since(month_start),
-                            sink=self._record_usage)
+            budget = Budget(
+                settings.budget, await self._index.usage.since(month_start), sink=self._record_usage
+            )
             try:
                 self.annotator = ModelAnnotator(ModelClient(model, budget))
             except Exception as exc:  # e.g. a base URL the HTTP client rejects
@@ -80,11 +82,18 @@ class ModelWorker:
         self.message = None
         self.stopped = None
 
-    async def _record_usage(self, day: str, calls: int, failures: int, input_tokens: int,
-                            output_tokens: int) -> None:
+    async def _record_usage(
+        self, day: str, calls: int, failures: int, input_tokens: int, output_tokens: int
+    ) -> None:
         if self.annotator is not None:
-            await self._index.usage.record(self.annotator.id, day, calls=calls, failures=failures,
-                                           input_tokens=input_tokens, output_tokens=output_tokens)
+            await self._index.usage.record(
+                self.annotator.id,
+                day,
+                calls=calls,
+                failures=failures,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+            )
 
     async def backlog(self) -> list[str]:
         if self.annotator is None:
@@ -112,14 +121,19 @@ class ModelWorker:
                     return
                 self.in_flight = len(batch)
                 self.stopped = None
-                pending = [item for item in await self._index.annotations.pending(model.id, batch)
-                           if item.hash not in self.gave_up]
+                pending = [
+                    item
+                    for item in await self._index.annotations.pending(model.id, batch)
+                    if item.hash not in self.gave_up
+                ]
                 if not pending:
                     continue
                 if reporter is None:
                     reporter = await self._hooks.progress("model")
-                    reporter.begin(f"filescout: summarizing with {model.client.settings.model}",
-                                   f"{len(self.queue) + len(pending)} files")
+                    reporter.begin(
+                        f"filescout: summarizing with {model.client.settings.model}",
+                        f"{len(self.queue) + len(pending)} files",
+                    )
                 saved, stop = await self._annotate(model, pending)
                 done += saved
                 if stop:
@@ -149,10 +163,15 @@ class ModelWorker:
         """One batch: (annotations saved, whether model work must stop)."""
         inputs = await self._inputs(pending)
         annotations, error = await model.annotate(inputs)
-        saved = [(item.hash, annotation) for item, annotation in zip(inputs, annotations)
-                 if annotation is not None]
+        saved = [
+            (item.hash, annotation)
+            for item, annotation in zip(inputs, annotations, strict=True)
+            if annotation is not None
+        ]
         await self._index.annotations.save(model.id, saved, replace=True)
-        unanswered = [item for item, annotation in zip(inputs, annotations) if annotation is None]
+        unanswered = [
+            item for item, annotation in zip(inputs, annotations, strict=True) if annotation is None
+        ]
         if not isinstance(error, STOPPING_ERRORS):
             # Answered, or this request itself was rejected (asking again would be rejected
             # again): these files keep their structural annotation.
@@ -175,16 +194,29 @@ class ModelWorker:
         if the model got to the file first)."""
         readable = await read_current(self._root, pending, self._rescan)
         outlines: dict[str, Annotation] = await self._index.annotations.of(
-            self._structural.id, [item.hash for item in readable])
+            self._structural.id, [item.hash for item in readable]
+        )
         missing = [item for item in readable if item.hash not in outlines]
         if missing:
-            computed = [(item.hash, annotation) for item, annotation in
-                        zip(missing, await self._structural.annotate(missing)) if annotation is not None]
+            computed = [
+                (item.hash, annotation)
+                for item, annotation in zip(missing, await self._structural.annotate(missing), strict=True)
+                if annotation is not None
+            ]
             await self._index.annotations.save(self._structural.id, computed, replace=False)
             outlines.update(computed)
-        return [ModelInput(path=item.path, hash=item.hash, language=item.language, kind=item.kind,
-                           text=item.text, outline=outlines[item.hash])
-                for item in readable if item.hash in outlines]
+        return [
+            ModelInput(
+                path=item.path,
+                hash=item.hash,
+                language=item.language,
+                kind=item.kind,
+                text=item.text,
+                outline=outlines[item.hash],
+            )
+            for item in readable
+            if item.hash in outlines
+        ]
 
     async def close(self) -> None:
         await self.retire()

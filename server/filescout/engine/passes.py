@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from filescout.config import CONFIG_FILE
+from filescout.engine.board import StatusBoard
 from filescout.engine.hooks import Hooks
 from filescout.engine.scheduler import Scheduler
-from filescout.engine.board import StatusBoard
 from filescout.engine.structural_worker import SCAN_SHARE, PassProgress
 from filescout.ignore import FILESCOUTIGNORE, IgnoreRules
 from filescout.index import Index
@@ -51,8 +51,15 @@ def _settle(target: concurrent.futures.Future[Any], source: asyncio.Future[Any])
 
 
 class Indexer:
-    def __init__(self, root: Path, settings: Settings, index: Index, scheduler: Scheduler,
-                 board: StatusBoard, hooks: Hooks) -> None:
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        index: Index,
+        scheduler: Scheduler,
+        board: StatusBoard,
+        hooks: Hooks,
+    ) -> None:
         self.root = root
         self.settings = settings
         self.task: asyncio.Task[None] | None = None
@@ -80,12 +87,12 @@ class Indexer:
         previous = self.task
         if previous is not None and not previous.done():
             previous.cancel()
-        self.task = asyncio.create_task(self._run(kind, quiet, scanned, previous),
-                                        name=f"filescout-{kind}")
+        self.task = asyncio.create_task(self._run(kind, quiet, scanned, previous), name=f"filescout-{kind}")
         return scanned
 
-    async def _run(self, kind: str, quiet: bool, scanned: asyncio.Future[ScanTotals],
-                   previous: asyncio.Task[None] | None) -> None:
+    async def _run(
+        self, kind: str, quiet: bool, scanned: asyncio.Future[ScanTotals], previous: asyncio.Task[None] | None
+    ) -> None:
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
         reporter: ProgressReporter = NullProgress() if quiet else await self._hooks.progress(kind)
@@ -136,8 +143,12 @@ class Indexer:
         except ValueError:
             pass
         else:  # an index kept inside the workspace must not index itself
-            excludes += [f"/{db_relative}", f"/{db_relative}-wal", f"/{db_relative}-shm",
-                         f"/{db_relative}.lock"]
+            excludes += [
+                f"/{db_relative}",
+                f"/{db_relative}-wal",
+                f"/{db_relative}-shm",
+                f"/{db_relative}.lock",
+            ]
         return IgnoreRules.for_workspace(self.root, excludes, self.settings.include)
 
     async def _scan(self, reporter: ProgressReporter) -> ScanTotals:
@@ -166,11 +177,21 @@ class Indexer:
             await self._index.contents.drop_orphans()
         await self._index.meta.set("last_scan", utc_now())
         await self._index.meta.set(RULES_FINGERPRINT, rules.fingerprint)
-        totals = dataclasses.replace(totals, files=await self._index.files.count(),
-                                     elapsed_ms=int((time.perf_counter() - started) * 1000))
-        log.info("scan: %d files, %d new, %d changed, %d removed (%d renamed), %d unchanged in %d ms",
-                 totals.files, totals.added, totals.changed, totals.removed, totals.renamed,
-                 totals.unchanged, totals.elapsed_ms)
+        totals = dataclasses.replace(
+            totals,
+            files=await self._index.files.count(),
+            elapsed_ms=int((time.perf_counter() - started) * 1000),
+        )
+        log.info(
+            "scan: %d files, %d new, %d changed, %d removed (%d renamed), %d unchanged in %d ms",
+            totals.files,
+            totals.added,
+            totals.changed,
+            totals.removed,
+            totals.renamed,
+            totals.unchanged,
+            totals.elapsed_ms,
+        )
         return totals
 
     def listed(self, listing: Listing, rules: IgnoreRules) -> None:
@@ -190,11 +211,18 @@ class Indexer:
         rules = self.ignore_rules() if self._git_mode or self._rules is None else self._rules
         known = await self._index.files.known_among(paths)
         batch = await asyncio.to_thread(
-            scan_paths, self.root, paths, known, rules, git_mode=self._git_mode,
-            max_file_size=self.settings.max_file_size)
+            scan_paths,
+            self.root,
+            paths,
+            known,
+            rules,
+            git_mode=self._git_mode,
+            max_file_size=self.settings.max_file_size,
+        )
         if batch.changed or batch.removed:
-            await self._index.files.apply_changes(batch.changed, batch.removed,
-                                                  current=self._scheduler.current)
+            await self._index.files.apply_changes(
+                batch.changed, batch.removed, current=self._scheduler.current
+            )
             self._scheduler.queue([item.path for item in batch.changed], TOUCHED)
             self._scheduler.ensure_draining()
         return batch
@@ -214,9 +242,14 @@ class ScanProducer:
     queue; the event loop writes each batch in one transaction while the thread hashes the
     next."""
 
-    def __init__(self, indexer: Indexer, rules: IgnoreRules,
-                 known: concurrent.futures.Future[dict[str, KnownFile]], same_rules: bool,
-                 reporter: ProgressReporter) -> None:
+    def __init__(
+        self,
+        indexer: Indexer,
+        rules: IgnoreRules,
+        known: concurrent.futures.Future[dict[str, KnownFile]],
+        same_rules: bool,
+        reporter: ProgressReporter,
+    ) -> None:
         self._indexer = indexer
         self._rules = rules
         self._known = known
@@ -237,10 +270,13 @@ class ScanProducer:
                     raise item
                 renamed = await index.files.apply_changes(item.changed, item.removed, current=current)
                 totals = dataclasses.replace(
-                    totals, added=totals.added + item.added,
+                    totals,
+                    added=totals.added + item.added,
                     changed=totals.changed + len(item.changed) - item.added,
-                    removed=totals.removed + len(item.removed), renamed=totals.renamed + renamed,
-                    unchanged=totals.unchanged + item.unchanged)
+                    removed=totals.removed + len(item.removed),
+                    renamed=totals.renamed + renamed,
+                    unchanged=totals.unchanged + item.unchanged,
+                )
         finally:
             self._stop.set()
             while not self._batches.empty():  # unblock a producer waiting to hand over
@@ -251,12 +287,18 @@ class ScanProducer:
     def _produce(self) -> None:
         indexer = self._indexer
         try:
-            listing = enumerate_files(indexer.root, self._rules,
-                                      self._known.result if self._same_rules else None)
+            listing = enumerate_files(
+                indexer.root, self._rules, self._known.result if self._same_rules else None
+            )
             indexer.listed(listing, self._rules)
-            for batch in scan(indexer.root, self._known.result(), listing,
-                              max_file_size=indexer.settings.max_file_size,
-                              progress=self._on_progress, is_cancelled=self._cancelled):
+            for batch in scan(
+                indexer.root,
+                self._known.result(),
+                listing,
+                max_file_size=indexer.settings.max_file_size,
+                progress=self._on_progress,
+                is_cancelled=self._cancelled,
+            ):
                 self._handoff(batch)
             self._handoff(None)
         except BaseException as exc:  # handed to the event loop, which re-raises it
@@ -268,8 +310,7 @@ class ScanProducer:
 
     def _on_progress(self, done: int, total: int) -> None:
         percentage = SCAN_SHARE * done // total if total else 0
-        self._loop.call_soon_threadsafe(self._reporter.report, f"scanning {done}/{total} files",
-                                        percentage)
+        self._loop.call_soon_threadsafe(self._reporter.report, f"scanning {done}/{total} files", percentage)
 
     def _handoff(self, item: ScanBatch | BaseException | None) -> None:
         future = asyncio.run_coroutine_threadsafe(self._batches.put(item), self._loop)

@@ -38,8 +38,9 @@ async def open_for_writing(path: Path, warnings: list[str]) -> Index:
             raise WorkspaceUnavailable(f"cannot create the index at {path}: {exc}") from exc
         aside = path.with_name(f"{path.name}.unusable-{int(time.time())}")
         log.warning("index %s is unusable (%s); moving it to %s and rebuilding", path, exc, aside)
-        warnings.append(f"the index at {path} was unusable ({exc}); it was moved to {aside.name} "
-                        "and is being rebuilt")
+        warnings.append(
+            f"the index at {path} was unusable ({exc}); it was moved to {aside.name} and is being rebuilt"
+        )
         for suffix in ("", "-wal", "-shm"):
             source = Path(str(path) + suffix)
             if source.exists():
@@ -83,8 +84,7 @@ class Roles:
         except OSError as exc:
             raise WorkspaceUnavailable(f"cannot use {db_path.parent}: {exc}") from exc
         if not writer:
-            log.info("another filescout process (pid %s) writes this index; serving reads",
-                     lock.holder())
+            log.info("another filescout process (pid %s) writes this index; serving reads", lock.holder())
             return cls(await open_for_reading(db_path), lock, warnings)
         try:
             return cls(await open_for_writing(db_path, warnings), lock, warnings)
@@ -101,9 +101,11 @@ class Roles:
 
     def require_writer(self, action: str) -> None:
         if not self.index.writable:
-            raise ReadOnly(f"{action}: another filescout process (pid {self.lock.holder()}) "
-                           "indexes this workspace; this one serves reads and takes over when "
-                           "it exits")
+            raise ReadOnly(
+                f"{action}: another filescout process (pid {self.lock.holder()}) "
+                "indexes this workspace; this one serves reads and takes over when "
+                "it exits"
+            )
 
     async def record_access(self, paths: Sequence[str], *, weight: float) -> None:
         """Count a use of `paths`; a reader keeps it until it writes the index itself."""
@@ -113,8 +115,9 @@ class Roles:
         for path in paths:
             self._access_backlog[path] = self._access_backlog.get(path, 0.0) + weight
 
-    async def wait_for_takeover(self, became_writer: Callable[[], Awaitable[None]],
-                                closed: Callable[[], bool]) -> None:
+    async def wait_for_takeover(
+        self, became_writer: Callable[[], Awaitable[None]], closed: Callable[[], bool]
+    ) -> None:
         """Serve reads until the writer goes away, then become the writer and call
         `became_writer`."""
         while not closed():

@@ -9,10 +9,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from filescout.engine.background import Background
+from filescout.engine.board import StatusBoard
 from filescout.engine.hooks import Hooks
 from filescout.engine.model_worker import ModelWorker
 from filescout.engine.roles import Roles
-from filescout.engine.board import StatusBoard
 from filescout.engine.structural_worker import Rescan, StructuralWorker
 from filescout.imports import import_candidates
 from filescout.index import Index
@@ -24,16 +24,28 @@ HEAD_BYTES = 64 * 1024
 
 
 class Scheduler:
-    def __init__(self, root: Path, roles: Roles, board: StatusBoard, background: Background,
-                 hooks: Hooks, rescan: Rescan) -> None:
+    def __init__(
+        self,
+        root: Path,
+        roles: Roles,
+        board: StatusBoard,
+        background: Background,
+        hooks: Hooks,
+        rescan: Rescan,
+    ) -> None:
         self._root = root
         self._index: Index = roles.index
         self._roles = roles
         self._board = board
         self._background = background
-        self.structural = StructuralWorker(root, self._index, board, rescan,
-                                           shows_structural=lambda: self.model.annotator is None,
-                                           cancel_backlog=self._cancel_backlog)
+        self.structural = StructuralWorker(
+            root,
+            self._index,
+            board,
+            rescan,
+            shows_structural=lambda: self.model.annotator is None,
+            cancel_backlog=self._cancel_backlog,
+        )
         self.model = ModelWorker(root, self._index, self.structural.annotator, hooks, rescan)
         self._touched_unindexed: dict[str, None] = {}
         """Files touched before the first scan stored them."""
@@ -107,8 +119,11 @@ class Scheduler:
             waiting = [entry for entry in found.values() if entry.status in ("pending", "stale")]
             model = self.model.annotator
             model_stopped = model is None or model.client.unavailable_reason() is not None
-            if not waiting or time.monotonic() > deadline or (
-                    model_stopped and all(entry.status != "pending" for entry in waiting)):
+            if (
+                not waiting
+                or time.monotonic() > deadline
+                or (model_stopped and all(entry.status != "pending" for entry in waiting))
+            ):
                 return found
             await asyncio.sleep(0.05)
 

@@ -15,45 +15,63 @@ ESTIMATED_OUTLINE_TOKENS = 200  # outline and a share of the instructions, per f
 ModelState = Literal["active", "idle", "budget_spent", "unavailable", "refused", "privacy", "off"]
 
 
-async def model_status(worker: ModelWorker, settings: Settings, index: Index,
-                       structural_id: str) -> ModelStatus:
+async def model_status(
+    worker: ModelWorker, settings: Settings, index: Index, structural_id: str
+) -> ModelStatus:
     """What model annotation does, has cost, and would cost to finish."""
     model_settings = settings.model
     model = worker.annotator
     if model is None:
         state: ModelState = "privacy" if settings.privacy_mode and model_settings.model else "off"
-        message = ("privacy mode is on: no model is called" if state == "privacy"
-                   else "no model configured: structural annotations only")
+        message = (
+            "privacy mode is on: no model is called"
+            if state == "privacy"
+            else "no model configured: structural annotations only"
+        )
         return ModelStatus(annotator=structural_id, state=state, message=message)
     client = model.client
     budget = client.budget
     waiting_files, waiting_bytes = await index.annotations.waiting_for(model.id)
     waiting_files = max(waiting_files - len(worker.gave_up), 0)
-    estimate, input_share = _estimate(await index.annotations.cost(model.id), waiting_files,
-                                      waiting_bytes, model_settings.file_tokens)
+    estimate, input_share = _estimate(
+        await index.annotations.cost(model.id), waiting_files, waiting_bytes, model_settings.file_tokens
+    )
     cost = None
     if model_settings.input_price is not None and model_settings.output_price is not None:
-        cost = round(estimate * (input_share * model_settings.input_price
-                                 + (1 - input_share) * model_settings.output_price) / 1e6, 4)
+        cost = round(
+            estimate
+            * (input_share * model_settings.input_price + (1 - input_share) * model_settings.output_price)
+            / 1e6,
+            4,
+        )
     return ModelStatus(
-        annotator=model.id, state=_model_state(worker), message=worker.message or client.unavailable_reason(),
-        tokens_today=budget.tokens_today, tokens_this_month=budget.tokens_this_month,
-        daily_budget=settings.budget.daily_tokens, monthly_budget=settings.budget.monthly_tokens,
-        calls=budget.calls, failures=budget.failures, queued_files=len(worker.queue) + worker.in_flight,
-        estimated_tokens_to_finish=estimate, estimated_cost_to_finish=cost,
+        annotator=model.id,
+        state=_model_state(worker),
+        message=worker.message or client.unavailable_reason(),
+        tokens_today=budget.tokens_today,
+        tokens_this_month=budget.tokens_this_month,
+        daily_budget=settings.budget.daily_tokens,
+        monthly_budget=settings.budget.monthly_tokens,
+        calls=budget.calls,
+        failures=budget.failures,
+        queued_files=len(worker.queue) + worker.in_flight,
+        estimated_tokens_to_finish=estimate,
+        estimated_cost_to_finish=cost,
     )
 
 
-def _estimate(spent: tuple[int, int, int], waiting_files: int, waiting_bytes: int,
-              file_tokens: int) -> tuple[int, float]:
+def _estimate(
+    spent: tuple[int, int, int], waiting_files: int, waiting_bytes: int, file_tokens: int
+) -> tuple[int, float]:
     """(tokens to finish, the input tokens' share): from the average so far, or before any
     call from excerpts, outlines, a share of the instructions and the answers."""
     done, spent_in, spent_out = spent
     if done:
-        return (round((spent_in + spent_out) / done * waiting_files),
-                spent_in / max(spent_in + spent_out, 1))
-    estimate = round(min(waiting_bytes / CHARS_PER_TOKEN, waiting_files * file_tokens)
-                     + waiting_files * (ESTIMATED_OUTLINE_TOKENS + OUTPUT_TOKENS_PER_FILE))
+        return (round((spent_in + spent_out) / done * waiting_files), spent_in / max(spent_in + spent_out, 1))
+    estimate = round(
+        min(waiting_bytes / CHARS_PER_TOKEN, waiting_files * file_tokens)
+        + waiting_files * (ESTIMATED_OUTLINE_TOKENS + OUTPUT_TOKENS_PER_FILE)
+    )
     return estimate, 0.85
 
 

@@ -50,23 +50,30 @@ def read_text(root: Path, pending: PendingFile) -> FileToAnnotate | None:
     if content_hash(data) != pending.hash:
         return None
     text = data[:MAX_ANNOTATION_CHARS].decode("utf-8", errors="replace")
-    return FileToAnnotate(path=pending.path, hash=pending.hash, language=pending.language,
-                          kind=pending.kind, text=text)
+    return FileToAnnotate(
+        path=pending.path, hash=pending.hash, language=pending.language, kind=pending.kind, text=text
+    )
 
 
-async def read_current(root: Path, pending: Sequence[PendingFile],
-                       rescan: Rescan) -> list[FileToAnnotate]:
+async def read_current(root: Path, pending: Sequence[PendingFile], rescan: Rescan) -> list[FileToAnnotate]:
     """The texts of `pending` that still match the index; the others are rescanned."""
     texts = await asyncio.to_thread(lambda: [read_text(root, item) for item in pending])
-    changed = [item.path for item, text in zip(pending, texts) if text is None]
+    changed = [item.path for item, text in zip(pending, texts, strict=True) if text is None]
     if changed:
         rescan(changed)
     return [text for text in texts if text is not None]
 
 
 class StructuralWorker:
-    def __init__(self, root: Path, index: Index, board: StatusBoard, rescan: Rescan,
-                 shows_structural: Callable[[], bool], cancel_backlog: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        index: Index,
+        board: StatusBoard,
+        rescan: Rescan,
+        shows_structural: Callable[[], bool],
+        cancel_backlog: Callable[[], None],
+    ) -> None:
         self.annotator = StructuralAnnotator()
         self.queue = AnnotationQueue()
         self.progress = PassProgress()
@@ -122,8 +129,9 @@ class StructuralWorker:
         self.progress.annotated += annotated
         done = self.progress.annotated
         total = done + len(self.queue)
-        self.progress.reporter.report(f"annotating {done}/{total} files",
-                                      SCAN_SHARE + (100 - SCAN_SHARE) * done // max(total, 1))
+        self.progress.reporter.report(
+            f"annotating {done}/{total} files", SCAN_SHARE + (100 - SCAN_SHARE) * done // max(total, 1)
+        )
 
     async def _annotate_batch(self, pending: Sequence[PendingFile]) -> None:
         """One batch; a failure other than the index's own costs this batch only."""
@@ -138,6 +146,9 @@ class StructuralWorker:
 
     async def save(self, readable: Sequence[FileToAnnotate]) -> None:
         results = await self.annotator.annotate(readable)
-        annotations = [(item.hash, annotation) for item, annotation in zip(readable, results)
-                       if annotation is not None]
+        annotations = [
+            (item.hash, annotation)
+            for item, annotation in zip(readable, results, strict=True)
+            if annotation is not None
+        ]
         await self._index.annotations.save(self.id, annotations, replace=self._shows_structural())

@@ -51,24 +51,37 @@ RETURNED_ACCESS_WEIGHT = 0.25
 class Workspace:
     """The engine for one workspace root."""
 
-    def __init__(self, root: Path, settings: Settings, roles: Roles, warnings: list[str],
-                 hooks: Hooks) -> None:
+    def __init__(
+        self, root: Path, settings: Settings, roles: Roles, warnings: list[str], hooks: Hooks
+    ) -> None:
         self.root = root
         self.settings = settings
         self.warnings = warnings
         self._roles = roles
         self._index: Index = roles.index
         self._background = Background()
-        self._board = StatusBoard(self._index, hooks.on_status, self._background,
-                                  lambda: self._scheduler.current)
-        self._scheduler = Scheduler(root, roles, self._board, self._background, hooks,
-                                    rescan=lambda paths: self._background.spawn(self._indexer.refresh(paths)))
+        self._board = StatusBoard(
+            self._index, hooks.on_status, self._background, lambda: self._scheduler.current
+        )
+        self._scheduler = Scheduler(
+            root,
+            roles,
+            self._board,
+            self._background,
+            hooks,
+            rescan=lambda paths: self._background.spawn(self._indexer.refresh(paths)),
+        )
         self._indexer = Indexer(root, settings, self._index, self._scheduler, self._board, hooks)
         self._listing = FileListing(root, self._index)
 
     @classmethod
-    async def open(cls, root: Path, editor_settings: Mapping[str, Any] | None = None,
-                   env: Mapping[str, str] = os.environ, hooks: Hooks | None = None) -> Workspace:
+    async def open(
+        cls,
+        root: Path,
+        editor_settings: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] = os.environ,
+        hooks: Hooks | None = None,
+    ) -> Workspace:
         root = root.expanduser().resolve()
         if not root.is_dir():
             raise WorkspaceUnavailable(f"workspace root {root} is not a directory")
@@ -80,8 +93,9 @@ class Workspace:
         if roles.role == "writer":
             await workspace._scheduler.model.configure(workspace.settings, workspace.warnings)
         else:
-            workspace._background.spawn(roles.wait_for_takeover(workspace._became_writer,
-                                                                closed=lambda: workspace._board.closed))
+            workspace._background.spawn(
+                roles.wait_for_takeover(workspace._became_writer, closed=lambda: workspace._board.closed)
+            )
         return workspace
 
     async def _became_writer(self) -> None:
@@ -118,9 +132,15 @@ class Workspace:
         if db_path_for(self.root, self.settings) != self._index.path:
             warnings.append("dbPath changes take effect when the server restarts")
         rescan = (old.exclude, old.include, old.max_file_size) != (
-            self.settings.exclude, self.settings.include, self.settings.max_file_size)
+            self.settings.exclude,
+            self.settings.include,
+            self.settings.max_file_size,
+        )
         if (old.model, old.budget, old.privacy_mode) != (
-                self.settings.model, self.settings.budget, self.settings.privacy_mode):
+            self.settings.model,
+            self.settings.budget,
+            self.settings.privacy_mode,
+        ):
             model = self._scheduler.model
             await model.configure(self.settings, warnings)
             if model.annotator is not None and not rescan:
@@ -148,15 +168,24 @@ class Workspace:
         """Rescan now; returns once the scan is stored (annotation continues)."""
         self._roles.require_writer("reindex")
         totals = await self._indexer.start("reindex")
-        return ReindexResult(added=totals.added, changed=totals.changed, removed=totals.removed,
-                             renamed=totals.renamed, unchanged=totals.unchanged,
-                             files=totals.files, elapsed_ms=totals.elapsed_ms)
+        return ReindexResult(
+            added=totals.added,
+            changed=totals.changed,
+            removed=totals.removed,
+            renamed=totals.renamed,
+            unchanged=totals.unchanged,
+            files=totals.files,
+            elapsed_ms=totals.elapsed_ms,
+        )
 
     async def wait_idle(self) -> None:
         """Wait until the current pass and the annotation backlogs are done (each may start
         the next, so look again until none runs)."""
-        while running := [task for task in (self._indexer.task, *self._scheduler.tasks)
-                          if task is not None and not task.done()]:
+        while running := [
+            task
+            for task in (self._indexer.task, *self._scheduler.tasks)
+            if task is not None and not task.done()
+        ]:
             await asyncio.gather(*running, return_exceptions=True)
 
     async def start_reconciling(self, interval: float) -> None:
@@ -166,8 +195,9 @@ class Workspace:
     # -- access and change signals ---------------------------------------------------------
 
     def _relative_paths(self, values: Sequence[str], field: str = "paths") -> list[str]:
-        paths = [to_relative(self.root, value, field=f"{field}[{index}]")
-                 for index, value in enumerate(values)]
+        paths = [
+            to_relative(self.root, value, field=f"{field}[{index}]") for index, value in enumerate(values)
+        ]
         return [path for path in dict.fromkeys(paths) if path]
 
     async def touch(self, values: Sequence[str], *, weight: float = 1.0, record: bool = True) -> None:
@@ -206,12 +236,19 @@ class Workspace:
             raise InvalidParams("query: must not be blank")
         scope = params.scope
         options = params.options or RelevanceOptions()
-        path_filter = PathFilter.build(self.root, scope.globs if scope else [],
-                                       scope.paths if scope else [], field_prefix="scope.")
-        return Question(text=params.query, limit=params.limit, scope=path_filter,
-                        use_model=options.use_model, max_model_calls=options.max_model_calls,
-                        max_tokens=options.max_tokens, candidates=options.candidates,
-                        select_tags=options.select_tags)
+        path_filter = PathFilter.build(
+            self.root, scope.globs if scope else [], scope.paths if scope else [], field_prefix="scope."
+        )
+        return Question(
+            text=params.query,
+            limit=params.limit,
+            scope=path_filter,
+            use_model=options.use_model,
+            max_model_calls=options.max_model_calls,
+            max_tokens=options.max_tokens,
+            candidates=options.candidates,
+            select_tags=options.select_tags,
+        )
 
     async def find_relevant_stream(self, params: FindRelevantParams) -> AsyncIterator[FindUpdate]:
         """The stages of findRelevant as they complete; the last update is `done`."""
@@ -220,9 +257,11 @@ class Workspace:
         client = model.client if model is not None else None
         async for update in find(self._index, question, client, current=self._scheduler.current):
             if update.done and update.items:
-                await self._scheduler.returned([item.entry.path for item in update.items],
-                                               weight=RETURNED_ACCESS_WEIGHT,
-                                               recorded=RETURNED_ACCESS_COUNT)
+                await self._scheduler.returned(
+                    [item.entry.path for item in update.items],
+                    weight=RETURNED_ACCESS_WEIGHT,
+                    recorded=RETURNED_ACCESS_COUNT,
+                )
             yield FindUpdate.of(update)
 
     async def find_relevant(self, params: FindRelevantParams) -> FindRelevantResult:
@@ -253,5 +292,6 @@ class Workspace:
         )
 
     async def model_status(self) -> ModelStatus:
-        return await model_status(self._scheduler.model, self.settings, self._index,
-                                  self._scheduler.structural.id)
+        return await model_status(
+            self._scheduler.model, self.settings, self._index, self._scheduler.structural.id
+        )

@@ -33,8 +33,7 @@ class AccessLog:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def record(self, paths: Sequence[str], *, weight: float = 1.0,
-                     now: float | None = None) -> None:
+    async def record(self, paths: Sequence[str], *, weight: float = 1.0, now: float | None = None) -> None:
         """Count an access to each of `paths`."""
         if not paths:
             return
@@ -42,7 +41,8 @@ class AccessLog:
         async with self._db.transaction() as db:
             rows = await db.execute_fetchall(
                 "SELECT path, rank FROM access WHERE path IN (SELECT value FROM json_each(?))",
-                (json_list(paths),))
+                (json_list(paths),),
+            )
             previous = {str(path): float(rank) for path, rank in rows}
             updates = []
             for path in dict.fromkeys(paths):
@@ -66,4 +66,5 @@ class AccessLog:
         await db.executemany(
             "UPDATE OR IGNORE access SET path = ? WHERE path = ? "
             "AND NOT EXISTS (SELECT 1 FROM access WHERE path = ?)",
-            [(new, old, new) for old, new in moves])
+            [(new, old, new) for old, new in moves],
+        )

@@ -28,8 +28,9 @@ class Annotations:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def save(self, annotator: str, annotations: Sequence[tuple[str, Annotation]], *,
-                   replace: bool = True) -> None:
+    async def save(
+        self, annotator: str, annotations: Sequence[tuple[str, Annotation]], *, replace: bool = True
+    ) -> None:
         """Store annotations by content hash and show them on every file with that content,
         in one transaction (the content words go to the content index too). `replace=False`
         only fills files that show nothing yet (a fallback annotator)."""
@@ -49,9 +50,17 @@ class Annotations:
                     created_at = excluded.created_at
                 """,
                 [
-                    (digest, annotator, item.summary, _encode(item.tags).decode(),
-                     _encode(item.symbols).decode(), _encode(item.imports).decode(),
-                     item.input_tokens, item.output_tokens, now)
+                    (
+                        digest,
+                        annotator,
+                        item.summary,
+                        _encode(item.tags).decode(),
+                        _encode(item.symbols).decode(),
+                        _encode(item.imports).decode(),
+                        item.input_tokens,
+                        item.output_tokens,
+                        now,
+                    )
                     for digest, item in annotations
                 ],
             )
@@ -67,10 +76,19 @@ class Annotations:
             SELECT hash, summary, tags, symbols, imports, input_tokens, output_tokens
             FROM annotations WHERE annotator = ? AND hash IN (SELECT value FROM json_each(?))
             """,
-            (annotator, json_list(hashes)))
-        return {digest: Annotation(summary, _decode_list(tags), _decode_list(symbols),
-                                   _decode_list(imports), input_tokens, output_tokens)
-                for digest, summary, tags, symbols, imports, input_tokens, output_tokens in rows}
+            (annotator, json_list(hashes)),
+        )
+        return {
+            digest: Annotation(
+                summary,
+                _decode_list(tags),
+                _decode_list(symbols),
+                _decode_list(imports),
+                input_tokens,
+                output_tokens,
+            )
+            for digest, summary, tags, symbols, imports, input_tokens, output_tokens in rows
+        }
 
     async def pending(self, annotator: str, paths: Sequence[str]) -> list[PendingFile]:
         """Those of `paths` whose content has no annotation by `annotator` yet, each content
@@ -95,9 +113,11 @@ class Annotations:
         a model: files that do not show its annotation. Both conditions are on the file row,
         so a workspace with nothing to do answers from an index at once."""
         if machine:
-            shown = ("(f.annotator IS NULL OR (f.annotator != :annotator AND ("
-                     + " OR ".join(f"f.annotator LIKE '{prefix}%'" for prefix in MACHINE_ANNOTATORS)
-                     + ")))")
+            shown = (
+                "(f.annotator IS NULL OR (f.annotator != :annotator AND ("
+                + " OR ".join(f"f.annotator LIKE '{prefix}%'" for prefix in MACHINE_ANNOTATORS)
+                + ")))"
+            )
         else:
             shown = "(f.annotator IS NULL OR f.annotator != :annotator)"
         rows = await self._db.reader.execute_fetchall(
@@ -112,19 +132,23 @@ class Annotations:
 
     async def waiting_for(self, annotator: str) -> tuple[int, int]:
         """(files, bytes) of annotatable content that `annotator` has not annotated."""
-        (files, size), = await self._db.reader.execute_fetchall(
+        ((files, size),) = await self._db.reader.execute_fetchall(
             """
             SELECT count(*), coalesce(sum(size), 0) FROM (
                 SELECT f.hash, max(f.size) AS size FROM files AS f
                 WHERE f.skip_reason IS NULL AND NOT EXISTS (
                     SELECT 1 FROM annotations AS a WHERE a.hash = f.hash AND a.annotator = ?)
                 GROUP BY f.hash)
-            """, (annotator,))
+            """,
+            (annotator,),
+        )
         return int(files), int(size)
 
     async def cost(self, annotator: str) -> tuple[int, int, int]:
         """(annotations, input tokens, output tokens) spent by `annotator` so far."""
-        (count, tokens_in, tokens_out), = await self._db.reader.execute_fetchall(
+        ((count, tokens_in, tokens_out),) = await self._db.reader.execute_fetchall(
             "SELECT count(*), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0) "
-            "FROM annotations WHERE annotator = ?", (annotator,))
+            "FROM annotations WHERE annotator = ?",
+            (annotator,),
+        )
         return int(count), int(tokens_in), int(tokens_out)

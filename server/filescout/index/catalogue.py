@@ -52,9 +52,18 @@ OFFSET_ORDERS = frozenset({"frecency", "rank"})
 
 
 def entry_of(row: Sequence[Any]) -> FileEntry:
-    return FileEntry(path=row[0], summary=row[1], tags=_decode_list(row[2]), language=row[3],
-                     kind=row[4], size=row[5], mtime_ns=row[6], status=row[7], annotator=row[8],
-                     skip_reason=row[9])
+    return FileEntry(
+        path=row[0],
+        summary=row[1],
+        tags=_decode_list(row[2]),
+        language=row[3],
+        kind=row[4],
+        size=row[5],
+        mtime_ns=row[6],
+        status=row[7],
+        annotator=row[8],
+        skip_reason=row[9],
+    )
 
 
 def prefix_range(prefix: str) -> tuple[str, str]:
@@ -84,12 +93,15 @@ class FileFilter:
             low, high = prefix_range(prefix)
             params[f"exact{index}"], params[f"low{index}"], params[f"high{index}"] = prefix, low, high
             alternatives.append(
-                f"(f.path = :exact{index} OR (f.path > :low{index} AND f.path < :high{index}))")
+                f"(f.path = :exact{index} OR (f.path > :low{index} AND f.path < :high{index}))"
+            )
         if alternatives:
             conditions.append("(" + " OR ".join(alternatives) + ")")
-        for name, values, column in (("kinds", self.kinds, "f.kind"),
-                                     ("languages", self.languages, "f.language"),
-                                     ("statuses", self.statuses, f"({STATUS_SQL})")):
+        for name, values, column in (
+            ("kinds", self.kinds, "f.kind"),
+            ("languages", self.languages, "f.language"),
+            ("statuses", self.statuses, f"({STATUS_SQL})"),
+        ):
             if values:
                 params[name] = json_list(values)
                 conditions.append(f"{column} IN (SELECT value FROM json_each(:{name}))")
@@ -98,8 +110,10 @@ class FileFilter:
             conditions.append("f.mtime_ns >= :since")
         if self.tags:
             params["tags"] = json_list(self.tags)
-            matched = ("(SELECT count(DISTINCT t.value) FROM json_each(f.tags) AS t "
-                       "WHERE t.value IN (SELECT value FROM json_each(:tags)))")
+            matched = (
+                "(SELECT count(DISTINCT t.value) FROM json_each(f.tags) AS t "
+                "WHERE t.value IN (SELECT value FROM json_each(:tags)))"
+            )
             if self.all_tags:
                 params["tag_count"] = len(set(self.tags))
                 conditions.append(f"{matched} = :tag_count")
@@ -126,11 +140,13 @@ class Catalogue:
     async def known_among(self, paths: Sequence[str]) -> dict[str, KnownFile]:
         rows = await self._db.reader.execute_fetchall(
             "SELECT path, size, mtime_ns FROM files WHERE path IN (SELECT value FROM json_each(?))",
-            (json_list(paths),))
+            (json_list(paths),),
+        )
         return {row[0]: row for row in rows}  # type: ignore[misc]  # rows are (str, int, int)
 
-    async def apply_changes(self, changed: Sequence[FileRecord], removed: Sequence[str], *,
-                            current: str) -> int:
+    async def apply_changes(
+        self, changed: Sequence[FileRecord], removed: Sequence[str], *, current: str
+    ) -> int:
         """Store one batch of scan findings in one transaction. Removed paths whose content
         reappears under another path (a rename or move) hand their access history over.
         Returns how many removals were renames."""
@@ -150,9 +166,16 @@ class Catalogue:
                         annotator = excluded.annotator
                     """,
                     [
-                        {"path": item.path, "size": item.size, "mtime_ns": item.mtime_ns,
-                         "hash": item.hash, "language": item.language, "kind": item.kind,
-                         "skip_reason": item.skip_reason, "current": current}
+                        {
+                            "path": item.path,
+                            "size": item.size,
+                            "mtime_ns": item.mtime_ns,
+                            "hash": item.hash,
+                            "language": item.language,
+                            "kind": item.kind,
+                            "skip_reason": item.skip_reason,
+                            "current": current,
+                        }
                         for item in changed
                     ],
                 )
@@ -173,13 +196,13 @@ class Catalogue:
                 await AccessLog.hand_over(db, moved)
                 renamed = len(moved)
                 await DescriptionIndex.forget(db, gone)
-                await db.execute(
-                    "DELETE FROM files WHERE path IN (SELECT value FROM json_each(?))", (gone,))
+                await db.execute("DELETE FROM files WHERE path IN (SELECT value FROM json_each(?))", (gone,))
         return renamed
 
     @staticmethod
-    async def show(db: aiosqlite.Connection, annotator: str, hashes: Iterable[str], *,
-                   replace: bool) -> list[str]:
+    async def show(
+        db: aiosqlite.Connection, annotator: str, hashes: Iterable[str], *, replace: bool
+    ) -> list[str]:
         """Inside a transaction: files with these contents now show `annotator`'s annotation
         (with `replace=False`, only files that show none yet). Returns their paths."""
         condition = "" if replace else "AND annotator IS NULL"
@@ -205,7 +228,9 @@ class Catalogue:
             UPDATE files SET summary = COALESCE(a.summary, ''), tags = COALESCE(a.tags, '[]')
             FROM files AS f LEFT JOIN annotations AS a ON a.hash = f.hash AND a.annotator = f.annotator
             WHERE files.id = f.id AND f.path IN (SELECT value FROM json_each(?))
-            """, (json_list(paths),))
+            """,
+            (json_list(paths),),
+        )
         await DescriptionIndex.refresh(db, paths)
 
     # -- what listings read ----------------------------------------------------------------
@@ -214,8 +239,8 @@ class Catalogue:
         """Which of `paths` are in the index, in the order given."""
         wanted = list(dict.fromkeys(paths))
         rows = await self._db.reader.execute_fetchall(
-            "SELECT path FROM files WHERE path IN (SELECT value FROM json_each(?))",
-            (json_list(wanted),))
+            "SELECT path FROM files WHERE path IN (SELECT value FROM json_each(?))", (json_list(wanted),)
+        )
         present = {row[0] for row in rows}
         return [path for path in wanted if path in present]
 
@@ -225,14 +250,17 @@ class Catalogue:
             low, high = prefix_range(directory)
             rows = await self._db.reader.execute_fetchall(
                 "SELECT path FROM files WHERE path > ? AND path < ? AND instr(substr(path, ?), '/') = 0 "
-                "ORDER BY path LIMIT ?", (low, high, len(low) + 1, limit))
+                "ORDER BY path LIMIT ?",
+                (low, high, len(low) + 1, limit),
+            )
         else:
             rows = await self._db.reader.execute_fetchall(
-                "SELECT path FROM files WHERE instr(path, '/') = 0 ORDER BY path LIMIT ?", (limit,))
+                "SELECT path FROM files WHERE instr(path, '/') = 0 ORDER BY path LIMIT ?", (limit,)
+            )
         return [str(row[0]) for row in rows]
 
     async def count(self) -> int:
-        (total,), = await self._db.reader.execute_fetchall("SELECT count(*) FROM files")
+        ((total,),) = await self._db.reader.execute_fetchall("SELECT count(*) FROM files")
         return int(total)
 
     async def counts(self, *, current: str) -> tuple[dict[str, int], dict[str, int]]:
@@ -241,10 +269,11 @@ class Catalogue:
             f"SELECT {STATUS_SQL} AS status, count(*) FROM files AS f GROUP BY status",
             {"current": current},
         )
-        by_kind = await self._db.reader.execute_fetchall(
-            "SELECT kind, count(*) FROM files GROUP BY kind")
-        return ({str(name): int(count) for name, count in by_status},
-                {str(name): int(count) for name, count in by_kind})
+        by_kind = await self._db.reader.execute_fetchall("SELECT kind, count(*) FROM files GROUP BY kind")
+        return (
+            {str(name): int(count) for name, count in by_status},
+            {str(name): int(count) for name, count in by_kind},
+        )
 
     async def entries(self, paths: Sequence[str], *, current: str) -> dict[str, FileEntry]:
         rows = await self._db.reader.execute_fetchall(
@@ -253,8 +282,9 @@ class Catalogue:
         )
         return {row[0]: entry_of(row) for row in rows}
 
-    async def entries_with_symbols(self, paths: Sequence[str], *,
-                                   current: str) -> dict[str, tuple[FileEntry, list[str]]]:
+    async def entries_with_symbols(
+        self, paths: Sequence[str], *, current: str
+    ) -> dict[str, tuple[FileEntry, list[str]]]:
         """Each file's entry and the symbols its annotation defines, for scoring candidates."""
         rows = await self._db.reader.execute_fetchall(
             f"""
@@ -272,7 +302,9 @@ class Catalogue:
             """
             SELECT t.value, count(*) AS uses FROM files AS f, json_each(f.tags) AS t
             GROUP BY t.value ORDER BY uses DESC, t.value LIMIT ?
-            """, (limit,))
+            """,
+            (limit,),
+        )
         return [(str(tag), int(count)) for tag, count in rows]
 
     async def with_tags(self, tags: Sequence[str], *, limit: int, current: str) -> list[FileEntry]:
@@ -286,12 +318,20 @@ class Catalogue:
             FROM files AS f WHERE hits > 0 AND f.skip_reason IS NULL
             ORDER BY hits DESC, f.path LIMIT :limit
             """,
-            {"tags": json_list(tags), "limit": limit, "current": current})
+            {"tags": json_list(tags), "limit": limit, "current": current},
+        )
         return [entry_of(row) for row in rows]
 
-    async def listing(self, where: FileFilter, *, current: str, order: str = "path",
-                      position: tuple[Any, ...] | None = None, first_page: int = 2000,
-                      page_size: int = 2000) -> AsyncIterator[list[tuple[FileEntry, tuple[Any, ...]]]]:
+    async def listing(
+        self,
+        where: FileFilter,
+        *,
+        current: str,
+        order: str = "path",
+        position: tuple[Any, ...] | None = None,
+        first_page: int = 2000,
+        page_size: int = 2000,
+    ) -> AsyncIterator[list[tuple[FileEntry, tuple[Any, ...]]]]:
         """Matching files in `order`, in pages, each with its position (a cursor to resume
         after it). Path and recency orders page by keyset, so memory stays flat however large
         the workspace; frecency and rank orders page by offset."""
@@ -312,13 +352,16 @@ class Catalogue:
             offset = int(position[0]) if by_offset and position else 0
             params["limit"], params["offset"] = limit, offset
             where_sql = f"WHERE {' AND '.join(conditions)}" if conditions else ""
-            statement = (f"SELECT {ENTRY_COLUMNS} FROM files AS f {joins} {where_sql} "
-                         f"ORDER BY {ordering} LIMIT :limit" + (" OFFSET :offset" if by_offset else ""))
+            statement = (
+                f"SELECT {ENTRY_COLUMNS} FROM files AS f {joins} {where_sql} "
+                f"ORDER BY {ordering} LIMIT :limit" + (" OFFSET :offset" if by_offset else "")
+            )
             rows = list(await self._db.reader.execute_fetchall(statement, params))
             if not rows:
                 return
-            page = [(entry_of(row), _position(order, row, offset + index + 1))
-                    for index, row in enumerate(rows)]
+            page = [
+                (entry_of(row), _position(order, row, offset + index + 1)) for index, row in enumerate(rows)
+            ]
             yield page
             if len(rows) < limit:
                 return

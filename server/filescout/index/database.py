@@ -43,8 +43,13 @@ class IndexUnusable(Exception):
 class Database:
     """The three connections of one index file."""
 
-    def __init__(self, path: Path, writer: aiosqlite.Connection | None,
-                 reader: aiosqlite.Connection, content_reader: aiosqlite.Connection) -> None:
+    def __init__(
+        self,
+        path: Path,
+        writer: aiosqlite.Connection | None,
+        reader: aiosqlite.Connection,
+        content_reader: aiosqlite.Connection,
+    ) -> None:
         self.path = path
         self._writer = writer
         self.reader = reader
@@ -104,7 +109,10 @@ class Database:
         async with self._write_lock:
             previous = self._connections
             self._writer, self.reader, self.content_reader = (
-                other._writer, other.reader, other.content_reader)
+                other._writer,
+                other.reader,
+                other.content_reader,
+            )
         for connection in previous:
             if connection is not None:
                 await _close_quietly(connection, self.path)
@@ -120,7 +128,7 @@ class Database:
         daemons and would keep the process alive."""
         for connection in self._connections:
             # aiosqlite has no public "is running" check; `_running` is what stop() itself reads.
-            if connection is not None and connection._running:  # noqa: SLF001
+            if connection is not None and connection._running:
                 connection.stop()
 
     @asynccontextmanager
@@ -181,9 +189,10 @@ async def _open_reader(path: Path) -> aiosqlite.Connection:
 
 async def _schema_version(db: aiosqlite.Connection) -> int:
     """0 for an empty file; raises IndexUnusable for anything that is not a filescout index."""
-    (app_id,), = await db.execute_fetchall("PRAGMA application_id")
-    tables = {row[0] for row in await db.execute_fetchall(
-        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    ((app_id,),) = await db.execute_fetchall("PRAGMA application_id")
+    tables = {
+        row[0] for row in await db.execute_fetchall("SELECT name FROM sqlite_master WHERE type = 'table'")
+    }
     if app_id == 0 and not tables:
         return 0
     if app_id != APPLICATION_ID or "schema_version" not in tables:

@@ -11,8 +11,7 @@ class Meta:
         self._db = db
 
     async def get(self, key: str) -> str | None:
-        rows = list(await self._db.reader.execute_fetchall(
-            "SELECT value FROM meta WHERE key = ?", (key,)))
+        rows = list(await self._db.reader.execute_fetchall("SELECT value FROM meta WHERE key = ?", (key,)))
         return str(rows[0][0]) if rows else None
 
     async def set(self, key: str, value: str) -> None:

@@ -41,13 +41,20 @@ class DescriptionIndex:
             FROM files AS f
             LEFT JOIN annotations AS a ON a.hash = f.hash AND a.annotator = f.annotator
             WHERE f.path IN (SELECT value FROM json_each(?))
-            """, (json_list(paths),))
+            """,
+            (json_list(paths),),
+        )
         await db.executemany("DELETE FROM files_fts WHERE rowid = ?", [(row[0],) for row in rows])
         await db.executemany(
             "INSERT INTO files_fts(rowid, path, symbols, summary, tags) VALUES (?, ?, ?, ?, ?)",
             [
-                (file_id, path_words(path), join_words(_decode_list(symbols)), summary,
-                 join_words(_decode_list(tags)))
+                (
+                    file_id,
+                    path_words(path),
+                    join_words(_decode_list(symbols)),
+                    summary,
+                    join_words(_decode_list(tags)),
+                )
                 for file_id, path, symbols, summary, tags in rows
             ],
         )
@@ -58,7 +65,9 @@ class DescriptionIndex:
         JSON array `gone`."""
         await db.execute(
             "DELETE FROM files_fts WHERE rowid IN (SELECT id FROM files WHERE path IN "
-            "(SELECT value FROM json_each(?)))", (gone,))
+            "(SELECT value FROM json_each(?)))",
+            (gone,),
+        )
 
     async def search(self, match: str, *, limit: int, weights: DescriptionWeights) -> list[SearchHit]:
         """BM25 with column weights (SQLite ranks lower-is-better; returned as a positive
@@ -66,7 +75,7 @@ class DescriptionIndex:
         rows = await self._db.reader.execute_fetchall(
             f"""
             SELECT f.path, hit.score, f.kind, ac.rank FROM (
-                SELECT rowid, bm25(files_fts, {', '.join(str(float(w)) for w in weights)}) AS score
+                SELECT rowid, bm25(files_fts, {", ".join(str(float(w)) for w in weights)}) AS score
                 FROM files_fts WHERE files_fts MATCH ? ORDER BY score LIMIT ?
             ) AS hit JOIN files AS f ON f.id = hit.rowid
             LEFT JOIN access AS ac ON ac.path = f.path
@@ -87,38 +96,49 @@ class ContentIndex:
         """Inside a transaction: index the words of contents not indexed yet."""
         rows = await db.execute_fetchall(
             "SELECT hash FROM contents WHERE hash IN (SELECT value FROM json_each(?))",
-            (json_list(digest for digest, _ in bodies),))
+            (json_list(digest for digest, _ in bodies),),
+        )
         present = {row[0] for row in rows}
         fresh = {digest: body for digest, body in bodies if digest not in present}
         if not fresh:
             return
         # Two statements for the whole batch; the generator is consumed, and the words
         # compressed, on the connection's thread rather than the event loop's.
-        await db.executemany("INSERT INTO contents(hash, words) VALUES (?, ?)",
-                             ((digest, zlib.compress(body.encode(), 6)) for digest, body in fresh.items()))
-        await db.executemany("INSERT INTO body_fts(rowid, body) SELECT id, ? FROM contents WHERE hash = ?",
-                             [(body, digest) for digest, body in fresh.items()])
+        await db.executemany(
+            "INSERT INTO contents(hash, words) VALUES (?, ?)",
+            ((digest, zlib.compress(body.encode(), 6)) for digest, body in fresh.items()),
+        )
+        await db.executemany(
+            "INSERT INTO body_fts(rowid, body) SELECT id, ? FROM contents WHERE hash = ?",
+            [(body, digest) for digest, body in fresh.items()],
+        )
 
     async def drop_orphans(self) -> int:
         """Forget the words of contents no file has any more (after deletions and edits)."""
         async with self._db.transaction() as db:
-            rows = list(await db.execute_fetchall(
-                "SELECT id, words FROM contents WHERE hash NOT IN (SELECT hash FROM files)"))
+            rows = list(
+                await db.execute_fetchall(
+                    "SELECT id, words FROM contents WHERE hash NOT IN (SELECT hash FROM files)"
+                )
+            )
             if rows:
                 await db.executemany(
                     "INSERT INTO body_fts(body_fts, rowid, body) VALUES ('delete', ?, ?)",
-                    [(content_id, zlib.decompress(words).decode()) for content_id, words in rows])
-                await db.executemany("DELETE FROM contents WHERE id = ?",
-                                     [(content_id,) for content_id, _ in rows])
+                    [(content_id, zlib.decompress(words).decode()) for content_id, words in rows],
+                )
+                await db.executemany(
+                    "DELETE FROM contents WHERE id = ?", [(content_id,) for content_id, _ in rows]
+                )
         return len(rows)
 
     async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(indexed contents, how many contain each term): to drop terms too common to tell
         files apart before they cost a scan of most of the index."""
-        (count,), = await self._db.reader.execute_fetchall("SELECT count(*) FROM contents")
+        ((count,),) = await self._db.reader.execute_fetchall("SELECT count(*) FROM contents")
         rows = await self._db.reader.execute_fetchall(
             "SELECT term, doc FROM body_terms WHERE term IN (SELECT value FROM json_each(?))",
-            (json_list(terms),))
+            (json_list(terms),),
+        )
         return int(count), {str(term): int(documents) for term, documents in rows}
 
     async def search(self, match: str, *, limit: int) -> list[SearchHit]:

@@ -10,14 +10,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from filescout_protocol.types import (
-    AnnotateParams,
-    Command,
-    DidAccessParams,
-    FindRelevantParams,
-    GetFilesParams,
-    Method,
-)
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
@@ -37,6 +29,14 @@ from filescout.lsp.translate import (
     workspace_uris,
 )
 from filescout.lsp.wire import stream_batches, stream_relevant
+from filescout_protocol.types import (
+    AnnotateParams,
+    Command,
+    DidAccessParams,
+    FindRelevantParams,
+    GetFilesParams,
+    Method,
+)
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +69,9 @@ async def initialize(ls: FilescoutServer, params: types.InitializeParams) -> Non
         ls.startup_error = "the editor sent no workspace root (rootUri or workspaceFolders)"
         return
     try:
-        ls.engine = await Workspace.open(root, editor_settings(params.initialization_options),
-                                         hooks=engine_hooks(ls))
+        ls.engine = await Workspace.open(
+            root, editor_settings(params.initialization_options), hooks=engine_hooks(ls)
+        )
     except WorkspaceUnavailable as exc:
         ls.startup_error = str(exc)
         log.error("%s", exc)
@@ -81,27 +82,29 @@ async def initialized(ls: FilescoutServer, params: types.InitializedParams) -> N
     ls.forward_logs(asyncio.get_running_loop())
     engine = ls.engine
     if engine is None:
-        ls.window_show_message(types.ShowMessageParams(
-            type=types.MessageType.Error,
-            message=f"filescout cannot index this workspace: {ls.startup_error}"))
+        ls.window_show_message(
+            types.ShowMessageParams(
+                type=types.MessageType.Error,
+                message=f"filescout cannot index this workspace: {ls.startup_error}",
+            )
+        )
         return
     logsetup.set_level(engine.settings.log_level)
     ls.show_warnings(engine.warnings)
     engine.start_indexing("index")
     watching = await ls.watch_files()
-    ls.background(engine.start_reconciling(
-        reconcile_interval(engine.settings.reconcile_interval, watching)))
+    ls.background(engine.start_reconciling(reconcile_interval(engine.settings.reconcile_interval, watching)))
 
 
-async def did_change_configuration(ls: FilescoutServer,
-                                   params: types.DidChangeConfigurationParams) -> None:
+async def did_change_configuration(ls: FilescoutServer, params: types.DidChangeConfigurationParams) -> None:
     engine = ls.engine
     if engine is None:
         return
     settings = params.settings
     if settings is None and ls.supports_configuration_pull():
-        (settings,) = await ls.workspace_configuration_async(types.ConfigurationParams(
-            items=[types.ConfigurationItem(section="filescout")]))
+        (settings,) = await ls.workspace_configuration_async(
+            types.ConfigurationParams(items=[types.ConfigurationItem(section="filescout")])
+        )
     warnings, rescan = await engine.reconfigure(editor_settings(settings))
     logsetup.set_level(engine.settings.log_level)
     ls.show_warnings(warnings)
@@ -134,8 +137,9 @@ async def find_relevant(ls: FilescoutServer, params: Any) -> Any:
     engine = ls.require_engine()
     progress = ClientProgress(ls, request.work_done_token, "filescout: finding relevant files")
     try:
-        return await stream_relevant(ls, request.partial_result_token,
-                                     engine.find_relevant_stream(request), progress)
+        return await stream_relevant(
+            ls, request.partial_result_token, engine.find_relevant_stream(request), progress
+        )
     finally:
         progress.end()
 
@@ -152,26 +156,29 @@ async def did_access(ls: FilescoutServer, params: Any) -> None:
 
 
 async def did_open(ls: FilescoutServer, params: types.DidOpenTextDocumentParams) -> None:
-    if uris := workspace_uris(ls.engine, [params.text_document.uri]):
-        await ls.engine.touch(uris)  # type: ignore[union-attr]
+    if (engine := ls.engine) and (uris := workspace_uris(engine, [params.text_document.uri])):
+        await engine.touch(uris)
 
 
 async def did_change(ls: FilescoutServer, params: types.DidChangeTextDocumentParams) -> None:
-    uris = workspace_uris(ls.engine, [params.text_document.uri])
-    if uris and ls.edit_counts_as_access(uris[0]):
-        await ls.engine.touch(uris)  # type: ignore[union-attr]
+    if (
+        (engine := ls.engine)
+        and (uris := workspace_uris(engine, [params.text_document.uri]))
+        and ls.edit_counts_as_access(uris[0])
+    ):
+        await engine.touch(uris)
 
 
 async def did_save(ls: FilescoutServer, params: types.DidSaveTextDocumentParams) -> None:
-    if uris := workspace_uris(ls.engine, [params.text_document.uri]):
-        await ls.engine.refresh(uris)  # type: ignore[union-attr]
-        await ls.engine.touch(uris)  # type: ignore[union-attr]
+    if (engine := ls.engine) and (uris := workspace_uris(engine, [params.text_document.uri])):
+        await engine.refresh(uris)
+        await engine.touch(uris)
 
 
-async def did_change_watched_files(ls: FilescoutServer,
-                                   params: types.DidChangeWatchedFilesParams) -> None:
-    if uris := workspace_uris(ls.engine, [change.uri for change in params.changes]):
-        await ls.engine.refresh(uris)  # type: ignore[union-attr]
+async def did_change_watched_files(ls: FilescoutServer, params: types.DidChangeWatchedFilesParams) -> None:
+    changed = [change.uri for change in params.changes]
+    if (engine := ls.engine) and (uris := workspace_uris(engine, changed)):
+        await engine.refresh(uris)
 
 
 # Commands
@@ -192,8 +199,7 @@ async def status(ls: FilescoutServer, *args: Any) -> Any:
 @translate_errors
 async def annotate(ls: FilescoutServer, *args: Any) -> Any:
     if len(args) != 1:
-        raise InvalidParams(f"{Command.ANNOTATE} takes one argument, {{paths, timeout?}}; "
-                            f"got {len(args)}")
+        raise InvalidParams(f"{Command.ANNOTATE} takes one argument, {{paths, timeout?}}; got {len(args)}")
     request: AnnotateParams = decode_params(args[0], AnnotateParams, Command.ANNOTATE)
     return await ls.require_engine().annotate_now(request.paths, timeout=request.timeout)
 

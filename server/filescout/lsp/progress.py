@@ -35,7 +35,7 @@ class WorkDoneProgress:
         token = f"filescout/{kind}/{uuid.uuid4().hex[:12]}"
         try:
             await server.work_done_progress.create_async(token)
-        except Exception as exc:  # noqa: BLE001 - the client may refuse; progress is a nicety
+        except Exception as exc:
             log.info("client refused work-done progress: %s", exc)
             return NullProgress()
         return cls(server, token)
@@ -43,8 +43,7 @@ class WorkDoneProgress:
     def begin(self, title: str, message: str | None = None) -> None:
         self._server.work_done_progress.begin(
             self._token,
-            types.WorkDoneProgressBegin(title=title, message=message, percentage=0,
-                                        cancellable=True),
+            types.WorkDoneProgressBegin(title=title, message=message, percentage=0, cancellable=True),
         )
 
     def report(self, message: str | None = None, percentage: int | None = None) -> None:
@@ -79,8 +78,7 @@ class ClientProgress:
 
     def report(self, message: str) -> None:
         if self._token is not None:
-            self._server.work_done_progress.report(
-                self._token, types.WorkDoneProgressReport(message=message))
+            self._server.work_done_progress.report(self._token, types.WorkDoneProgressReport(message=message))
 
     def end(self, message: str | None = None) -> None:
         if self._token is not None:

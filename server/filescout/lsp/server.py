@@ -7,17 +7,9 @@ import asyncio
 import logging
 import sys
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Generator
 from typing import Any
 
-from filescout_protocol.types import (
-    COMMANDS,
-    METHODS,
-    PROTOCOL_VERSION,
-    ErrorCode,
-    IndexStatus,
-    Method,
-)
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
@@ -29,25 +21,39 @@ from filescout.engine import Workspace
 from filescout.lsp.convert import converter_factory
 from filescout.lsp.stdio import ClientStdin, ClientStdout
 from filescout.lsp.wire import FramingProtocol
+from filescout_protocol.types import (
+    COMMANDS,
+    METHODS,
+    PROTOCOL_VERSION,
+    ErrorCode,
+    IndexStatus,
+    Method,
+)
 
 log = logging.getLogger(__name__)
 
 EDIT_ACCESS_INTERVAL = 60.0  # count typing in a file as one access per minute
 
-LOG_MESSAGE_TYPES = {logging.ERROR: types.MessageType.Error,
-                     logging.WARNING: types.MessageType.Warning,
-                     logging.INFO: types.MessageType.Info}
+LOG_MESSAGE_TYPES = {
+    logging.ERROR: types.MessageType.Error,
+    logging.WARNING: types.MessageType.Warning,
+    logging.INFO: types.MessageType.Info,
+}
 
 
 class FilescoutProtocol(FramingProtocol):
     """Advertises filescout's own methods under `capabilities.experimental`."""
 
     @lsp_method(types.INITIALIZE)
-    def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]
+    def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
         result = yield from super().lsp_initialize(params)
         result.capabilities.experimental = {
-            "filescout": {"protocolVersion": PROTOCOL_VERSION, "methods": list(METHODS),
-                          "commands": list(COMMANDS), "partialResults": True}
+            "filescout": {
+                "protocolVersion": PROTOCOL_VERSION,
+                "methods": list(METHODS),
+                "commands": list(COMMANDS),
+                "partialResults": True,
+            }
         }
         return result
 
@@ -57,8 +63,9 @@ class FilescoutServer(LanguageServer):
     the workspace cannot be used: requests then say why)."""
 
     def __init__(self) -> None:
-        super().__init__("filescout", __version__, protocol_cls=FilescoutProtocol,
-                         converter_factory=converter_factory)
+        super().__init__(
+            "filescout", __version__, protocol_cls=FilescoutProtocol, converter_factory=converter_factory
+        )
         self.engine: Workspace | None = None
         self.startup_error: str | None = None
         self.initialized = False
@@ -69,10 +76,10 @@ class FilescoutServer(LanguageServer):
         if self.engine is not None:
             return self.engine
         if not self.initialized and self.startup_error is None:
-            raise JsonRpcException(message="server not initialized",
-                                   code=ErrorCode.SERVER_NOT_INITIALIZED)
-        raise JsonRpcException(message=self.startup_error or "no workspace",
-                               code=ErrorCode.WORKSPACE_UNAVAILABLE)
+            raise JsonRpcException(message="server not initialized", code=ErrorCode.SERVER_NOT_INITIALIZED)
+        raise JsonRpcException(
+            message=self.startup_error or "no workspace", code=ErrorCode.WORKSPACE_UNAVAILABLE
+        )
 
     def forward_logs(self, loop: asyncio.AbstractEventLoop) -> None:
         """Show filescout's log in the editor too (`window/logMessage`)."""
@@ -85,8 +92,9 @@ class FilescoutServer(LanguageServer):
 
     def show_warnings(self, warnings: list[str]) -> None:
         for warning in warnings:
-            self.window_show_message(types.ShowMessageParams(
-                type=types.MessageType.Warning, message=f"filescout: {warning}"))
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Warning, message=f"filescout: {warning}")
+            )
 
     def supports_configuration_pull(self) -> bool:
         workspace = self.client_capabilities.workspace if self.client_capabilities else None
@@ -112,12 +120,21 @@ class FilescoutServer(LanguageServer):
         if not (watched and watched.dynamic_registration):
             return False
         options = types.DidChangeWatchedFilesRegistrationOptions(
-            watchers=[types.FileSystemWatcher(glob_pattern="**/*")])
+            watchers=[types.FileSystemWatcher(glob_pattern="**/*")]
+        )
         try:
-            await self.client_register_capability_async(types.RegistrationParams(registrations=[
-                types.Registration(id="filescout-watch", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                                   register_options=options)]))
-        except Exception as exc:  # noqa: BLE001 - the editor said no; reconciling covers us
+            await self.client_register_capability_async(
+                types.RegistrationParams(
+                    registrations=[
+                        types.Registration(
+                            id="filescout-watch",
+                            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                            register_options=options,
+                        )
+                    ]
+                )
+            )
+        except Exception as exc:
             log.info("file watching not available: %s", exc)
             return False
         return True
@@ -148,7 +165,7 @@ def serve(tcp: str | None = None, log_level: str = "info") -> int:
         else:
             stdin = ClientStdin(sys.stdin.fileno())
             stdout = ClientStdout(sys.stdout.buffer, on_lost=stdin.end)
-            server.start_io(stdin, stdout)  # type: ignore[arg-type]
+            server.start_io(stdin, stdout)  # type: ignore[arg-type]  # file-like, as start_io uses them
     finally:
         if server.engine is not None:  # the client vanished without shutdown
             server.engine.stop_threads()

@@ -20,8 +20,9 @@ log = logging.getLogger(__name__)
 
 READ_CHUNK = 65536
 # A pipe with no reader: EPIPE; on Windows, a write to it may fail with EINVAL instead.
-DISCONNECT_ERRNOS = frozenset({errno.EPIPE, errno.ECONNRESET}
-                              | ({errno.EINVAL} if os.name == "nt" else set()))
+DISCONNECT_ERRNOS = frozenset(
+    {errno.EPIPE, errno.ECONNRESET} | ({errno.EINVAL} if os.name == "nt" else set())
+)
 
 
 def is_disconnect(error: OSError) -> bool:
@@ -40,8 +41,7 @@ class ClientStdin:
         self._chunks: queue.SimpleQueue[bytes] = queue.SimpleQueue()
         self._buffer = bytearray()
         self._at_end = False
-        threading.Thread(target=self._pump, args=(fd,), name="filescout-stdin",
-                         daemon=True).start()
+        threading.Thread(target=self._pump, args=(fd,), name="filescout-stdin", daemon=True).start()
 
     def _pump(self, fd: int) -> None:
         while True:

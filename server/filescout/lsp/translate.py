@@ -9,13 +9,13 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from filescout_protocol.types import ErrorCode
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from filescout.engine import Workspace
 from filescout.errors import InvalidParams, ReadOnly, WorkspaceUnavailable
 from filescout.paths import to_relative, uri_to_path
+from filescout_protocol.types import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def translate_errors(handler: Handler) -> Handler:
         except ReadOnly as exc:
             raise JsonRpcException(message=str(exc), code=ErrorCode.READ_ONLY) from None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # same signature, as functools.wraps says
 
 
 def no_arguments(command: str, args: tuple[Any, ...]) -> None:
@@ -51,8 +51,7 @@ def workspace_root(params: types.InitializeParams) -> Path | None:
         return uri_to_path(params.root_uri)
     if params.workspace_folders:
         if len(params.workspace_folders) > 1:
-            log.info("several workspace folders; indexing the first (%s)",
-                     params.workspace_folders[0].uri)
+            log.info("several workspace folders; indexing the first (%s)", params.workspace_folders[0].uri)
         return uri_to_path(params.workspace_folders[0].uri)
     if params.root_path:
         return Path(params.root_path)

@@ -15,18 +15,21 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from filescout_protocol.types import FindRelevantResult
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
+from filescout_protocol.types import FindRelevantResult
+
 if TYPE_CHECKING:
     from pygls.io_ import AsyncWriter, Writer
 
-    from filescout.lsp.progress import ClientProgress
     from filescout.engine.answers import FindUpdate
+    from filescout.lsp.progress import ClientProgress
 
 _encoder = msgspec.json.Encoder()
+_pending_writes: set[asyncio.Future[Any]] = set()
+"""Writes of an asynchronous transport under way (kept so none is collected mid-write)."""
 
 Token = str | int
 
@@ -44,8 +47,10 @@ class FramingProtocol(LanguageServerProtocol):
 
 def frame(protocol: LanguageServerProtocol, body: bytes) -> bytes:
     """An encoded message with the LSP base-protocol header, as pygls writes its own."""
-    header = (f"Content-Length: {len(body)}\r\n"
-              f"Content-Type: {protocol.CONTENT_TYPE}; charset={protocol.CHARSET}\r\n\r\n")
+    header = (
+        f"Content-Length: {len(body)}\r\n"
+        f"Content-Type: {protocol.CONTENT_TYPE}; charset={protocol.CHARSET}\r\n\r\n"
+    )
     return header.encode("ascii") + body
 
 
@@ -56,24 +61,28 @@ def send_partial_result(server: LanguageServer, token: Token, items: Sequence[An
     if writer is None or not (isinstance(protocol, FramingProtocol) and protocol.framed):
         server.progress(types.ProgressParams(token=token, value=msgspec.to_builtins(items)))
         return
-    body = _encoder.encode({"jsonrpc": "2.0", "method": types.PROGRESS,
-                            "params": {"token": token, "value": items}})
+    body = _encoder.encode(
+        {"jsonrpc": "2.0", "method": types.PROGRESS, "params": {"token": token, "value": items}}
+    )
     written = writer.write(frame(protocol, body))
     if inspect.isawaitable(written):
-        asyncio.ensure_future(written)
+        pending = asyncio.ensure_future(written)
+        _pending_writes.add(pending)
+        pending.add_done_callback(_pending_writes.discard)
 
 
-async def stream_batches(server: LanguageServer, token: Token,
-                         batches: AsyncIterator[Sequence[Any]]) -> list[Any]:
+async def stream_batches(
+    server: LanguageServer, token: Token, batches: AsyncIterator[Sequence[Any]]
+) -> list[Any]:
     """Send every batch as a partial result; the final response is then empty."""
     async for batch in batches:
         send_partial_result(server, token, batch)
     return []
 
 
-async def stream_relevant(server: LanguageServer, token: Token | None,
-                          updates: AsyncIterator[FindUpdate],
-                          progress: ClientProgress) -> FindRelevantResult:
+async def stream_relevant(
+    server: LanguageServer, token: Token | None, updates: AsyncIterator[FindUpdate], progress: ClientProgress
+) -> FindRelevantResult:
     """Each stage's ranking as a partial result (when asked for) and a progress report; the
     answer leaves out the items when the last ranking streamed was already the final one."""
     streamed: list[str] = []

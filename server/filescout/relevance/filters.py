@@ -32,11 +32,14 @@ def decode_cursor(cursor: str, order: str) -> tuple:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         decoded = msgspec.json.decode(raw, type=PageCursor)
     except (binascii.Error, ValueError, msgspec.DecodeError):
-        raise InvalidParams("cursor: not a cursor this server issued; pass `nextCursor` "
-                            "from the previous page") from None
+        raise InvalidParams(
+            "cursor: not a cursor this server issued; pass `nextCursor` from the previous page"
+        ) from None
     if decoded.order != order:
-        raise InvalidParams(f"cursor: it continues a listing ordered by {decoded.order!r}, "
-                            f"not {order!r}; pass the same orderBy")
+        raise InvalidParams(
+            f"cursor: it continues a listing ordered by {decoded.order!r}, "
+            f"not {order!r}; pass the same orderBy"
+        )
     return tuple(decoded.position)
 
 
@@ -48,8 +51,9 @@ class PathFilter:
     spec: pathspec.GitIgnoreSpec | None = None
 
     @classmethod
-    def build(cls, root: Path, globs: Sequence[str], paths: Sequence[str], *,
-              field_prefix: str = "") -> PathFilter:
+    def build(
+        cls, root: Path, globs: Sequence[str], paths: Sequence[str], *, field_prefix: str = ""
+    ) -> PathFilter:
         prefixes = tuple(
             to_relative(root, value, field=f"{field_prefix}paths[{index}]")
             for index, value in enumerate(paths)

@@ -66,16 +66,23 @@ class Allowance:
         self.calls_left = calls
         self.tokens_left = tokens
 
-    async def complete(self, messages: list[dict[str, str]], *, schema: dict[str, Any],
-                       schema_name: str, max_output_tokens: int) -> Completion:
+    async def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        schema: dict[str, Any],
+        schema_name: str,
+        max_output_tokens: int,
+    ) -> Completion:
         planned = sum(estimate_tokens(m["content"]) for m in messages) + max_output_tokens
         if self.calls_left <= 0:
             raise ModelError("this request's model calls are used up")
         if self.tokens_left is not None and planned > self.tokens_left:
             raise ModelError("this request's model tokens are used up")
         self.calls_left -= 1
-        completion = await self.client.complete(messages, schema=schema, schema_name=schema_name,
-                                                max_output_tokens=max_output_tokens)
+        completion = await self.client.complete(
+            messages, schema=schema, schema_name=schema_name, max_output_tokens=max_output_tokens
+        )
         if self.tokens_left is not None:
             self.tokens_left -= completion.input_tokens + completion.output_tokens
         return completion
@@ -89,8 +96,9 @@ def from_verdicts(verdicts: Sequence[Verdict], stage: RelevanceStage) -> list[Ra
     return [RankedFile(v.item, round(v.score, 4), stage, v.reason) for v in verdicts]
 
 
-async def find(index: Index, question: Question, client: ModelClient | None, *,
-               current: str) -> AsyncIterator[RelevanceUpdate]:
+async def find(
+    index: Index, question: Question, client: ModelClient | None, *, current: str
+) -> AsyncIterator[RelevanceUpdate]:
     """The stages' updates, the last one `done`. `current` is the annotator whose
     annotations count as up to date."""
     query = analyse(question.text)
@@ -98,8 +106,11 @@ async def find(index: Index, question: Question, client: ModelClient | None, *,
     model_unavailable = client.unavailable_reason() if client is not None else None
     if use_model and model_unavailable:
         use_model = False
-    allowance = (Allowance(client, question.max_model_calls, question.max_tokens)
-                 if use_model and client is not None else None)
+    allowance = (
+        Allowance(client, question.max_model_calls, question.max_tokens)
+        if use_model and client is not None
+        else None
+    )
     tags_task: asyncio.Task[list[str]] | None = None
     if allowance is not None and question.select_tags and question.max_model_calls > 2:
         vocabulary = await index.files.tag_vocabulary()
@@ -107,15 +118,20 @@ async def find(index: Index, question: Question, client: ModelClient | None, *,
     try:
         pool = max(question.limit, question.candidates) if use_model else question.limit
         candidates = await prefilter(index, query, limit=pool, scope=question.scope, current=current)
-        first = from_candidates(candidates[:question.limit])
+        first = from_candidates(candidates[: question.limit])
         yield RelevanceUpdate("prefilter", first)
         if allowance is None:
             message = None if first else "no indexed file matches the question's words"
             if question.use_model is not False and model_unavailable:
                 message = f"model stages skipped: {model_unavailable}"
-            yield RelevanceUpdate("prefilter", first, done=True, stages=["prefilter"],
-                                  degraded=model_unavailable is not None and question.use_model is not False,
-                                  message=message)
+            yield RelevanceUpdate(
+                "prefilter",
+                first,
+                done=True,
+                stages=["prefilter"],
+                degraded=model_unavailable is not None and question.use_model is not False,
+                message=message,
+            )
             return
         async for update in _model_stages(index, question, allowance, candidates, tags_task, current):
             yield update
@@ -125,9 +141,14 @@ async def find(index: Index, question: Question, client: ModelClient | None, *,
             await asyncio.gather(tags_task, return_exceptions=True)
 
 
-async def _model_stages(index: Index, question: Question, allowance: Allowance,
-                        candidates: list[Candidate], tags_task: asyncio.Task[list[str]] | None,
-                        current: str) -> AsyncIterator[RelevanceUpdate]:
+async def _model_stages(
+    index: Index,
+    question: Question,
+    allowance: Allowance,
+    candidates: list[Candidate],
+    tags_task: asyncio.Task[list[str]] | None,
+    current: str,
+) -> AsyncIterator[RelevanceUpdate]:
     stages: list[RelevanceStage] = ["prefilter"]
     problems: list[str] = []
     pool = [candidate.item for candidate in candidates]
@@ -140,7 +161,8 @@ async def _model_stages(index: Index, question: Question, allowance: Allowance,
             seen = {item.path for item in pool}
             tagged = await index.files.with_tags(tags, limit=TAGGED_CANDIDATES * 4, current=current)
             pool += [item for item in tagged if item.path not in seen and question.scope.matches(item.path)][
-                :TAGGED_CANDIDATES]
+                :TAGGED_CANDIDATES
+            ]
     verdicts: list[Verdict] = []
     judged_any = False
     streamed = 0
@@ -154,14 +176,15 @@ async def _model_stages(index: Index, question: Question, allowance: Allowance,
         judged_any = True
         verdicts += outcome
         passing = sorted((v for v in outcome if v.score >= PASS_SCORE), key=lambda v: -v.score)
-        passing = passing[:max(question.limit - streamed, 0)]
+        passing = passing[: max(question.limit - streamed, 0)]
         if passing:
             streamed += len(passing)
             yield RelevanceUpdate("judge", from_verdicts(passing, "judge"))
     if judged_any:
         stages.append("judge")
-    promising = sorted((v for v in verdicts if v.score >= PASS_SCORE),
-                       key=lambda v: (-v.score, v.item.path))[:FINAL_POOL]
+    promising = sorted((v for v in verdicts if v.score >= PASS_SCORE), key=lambda v: (-v.score, v.item.path))[
+        :FINAL_POOL
+    ]
     final: list[RankedFile] | None = None
     if len(promising) >= 2:
         try:
@@ -170,15 +193,19 @@ async def _model_stages(index: Index, question: Question, allowance: Allowance,
             problems.append(f"final ranking failed: {error}")
         else:
             stages.append("final")
-            final = from_verdicts(placed[:question.limit], "final")
+            final = from_verdicts(placed[: question.limit], "final")
             yield RelevanceUpdate("final", final)
     elif len(promising) == 1:
         final = from_verdicts(promising, "judge")
     if final is None:
-        final = (from_verdicts(promising[:question.limit], "judge") if promising
-                 else from_candidates(candidates[:question.limit]))
+        final = (
+            from_verdicts(promising[: question.limit], "judge")
+            if promising
+            else from_candidates(candidates[: question.limit])
+        )
     message = "; ".join(problems) or None
     if judged_any and not promising and not problems:
         message = "the model judged none of the candidates relevant; these are the lexical matches"
-    yield RelevanceUpdate(stages[-1], final, done=True, stages=stages, degraded=bool(problems),
-                          message=message)
+    yield RelevanceUpdate(
+        stages[-1], final, done=True, stages=stages, degraded=bool(problems), message=message
+    )

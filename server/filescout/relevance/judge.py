@@ -17,8 +17,8 @@ from typing import Annotated
 import msgspec
 
 from filescout.model import Completes, ModelError, ask, estimate_tokens
-from filescout.redact import redact
 from filescout.records import FileEntry
+from filescout.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +118,9 @@ def _question(system: str, user: str) -> list[dict[str, str]]:
 async def judge_chunk(client: Completes, question: str, items: Sequence[FileEntry]) -> list[Verdict]:
     listing = "\n".join(describe(item) for item in items)
     messages = _question(JUDGE_PROMPT, f"Request: {redact(question)}\n\nFiles:\n{listing}")
-    answer = (await ask(client, messages, JudgeAnswer, name="judgement",
-                        max_output_tokens=40 * len(items) + 60)).value
+    answer = (
+        await ask(client, messages, JudgeAnswer, name="judgement", max_output_tokens=40 * len(items) + 60)
+    ).value
     offered = {item.path: item for item in items}
     verdicts = []
     for judgement in answer.files:
@@ -129,12 +130,15 @@ async def judge_chunk(client: Completes, question: str, items: Sequence[FileEntr
     return verdicts
 
 
-async def judge(client: Completes, question: str, items: Sequence[FileEntry], *,
-                max_chunks: int) -> AsyncIterator[list[Verdict] | ModelError]:
+async def judge(
+    client: Completes, question: str, items: Sequence[FileEntry], *, max_chunks: int
+) -> AsyncIterator[list[Verdict] | ModelError]:
     """Judge chunks in parallel; yield each chunk's verdicts as it completes (or the error that
     stopped it)."""
-    tasks = [asyncio.ensure_future(judge_chunk(client, question, part))
-             for part in chunk(items, max_chunks=max_chunks)]
+    tasks = [
+        asyncio.ensure_future(judge_chunk(client, question, part))
+        for part in chunk(items, max_chunks=max_chunks)
+    ]
     try:
         for finished in asyncio.as_completed(tasks):
             try:
@@ -148,18 +152,25 @@ async def judge(client: Completes, question: str, items: Sequence[FileEntry], *,
 
 
 async def rank(client: Completes, question: str, verdicts: Sequence[Verdict]) -> list[Verdict]:
-    listing = "\n".join(f"{describe(v.item)}\n  first judgement: {v.score:g}/10, {redact(v.reason)}"
-                        for v in verdicts)
+    listing = "\n".join(
+        f"{describe(v.item)}\n  first judgement: {v.score:g}/10, {redact(v.reason)}" for v in verdicts
+    )
     messages = _question(FINAL_PROMPT, f"Request: {redact(question)}\n\nFiles:\n{listing}")
-    answer = (await ask(client, messages, FinalAnswer, name="ranking",
-                        max_output_tokens=45 * len(verdicts) + 60)).value
+    answer = (
+        await ask(client, messages, FinalAnswer, name="ranking", max_output_tokens=45 * len(verdicts) + 60)
+    ).value
     offered = {verdict.item.path: verdict for verdict in verdicts}
     placed: list[Verdict] = []
     for entry in answer.files:
         verdict = offered.pop(entry.path, None)
         if verdict is not None:
-            placed.append(Verdict(verdict.item, float(len(verdicts) - len(placed)),
-                                  entry.reason.strip()[:200] or verdict.reason))
+            placed.append(
+                Verdict(
+                    verdict.item,
+                    float(len(verdicts) - len(placed)),
+                    entry.reason.strip()[:200] or verdict.reason,
+                )
+            )
     return placed
 
 

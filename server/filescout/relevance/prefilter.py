@@ -25,8 +25,16 @@ STRUCTURE_WEIGHTS = (6.0, 3.0, 1.0, 2.0)  # path words, symbols, summary, tags
 CONTENT_WEIGHT = 1.0
 POOL = 200
 SCOPED_POOL = 4000
-KIND_PRIOR = {"source": 1.0, "test": 0.45, "config": 0.5, "docs": 0.35, "other": 0.45,
-              "data": 0.3, "generated": 0.2, "binary": 0.0}
+KIND_PRIOR = {
+    "source": 1.0,
+    "test": 0.45,
+    "config": 0.5,
+    "docs": 0.35,
+    "other": 0.45,
+    "data": 0.3,
+    "generated": 0.2,
+    "binary": 0.0,
+}
 NAMED_FILE = 0.3
 NAMED_SYMBOL = 0.15
 FRECENCY = 0.15
@@ -94,8 +102,10 @@ async def search_both(index: Index, terms: list[str], *, limit: int) -> TextMatc
     content_expression = expression(telling, single_tokens=True)
     described, contents = await asyncio.gather(
         index.descriptions.search(described_expression, limit=limit, weights=STRUCTURE_WEIGHTS)
-        if described_expression else _nothing(),
-        index.contents.search(content_expression, limit=limit) if content_expression else _nothing())
+        if described_expression
+        else _nothing(),
+        index.contents.search(content_expression, limit=limit) if content_expression else _nothing(),
+    )
     for column, found in enumerate((described, contents)):
         for hit in found:
             matches.hits[hit.path] = hit
@@ -103,8 +113,9 @@ async def search_both(index: Index, terms: list[str], *, limit: int) -> TextMatc
     return matches
 
 
-async def prefilter(index: Index, query: Query, *, limit: int, scope: PathFilter, current: str,
-                    now: float | None = None) -> list[Candidate]:
+async def prefilter(
+    index: Index, query: Query, *, limit: int, scope: PathFilter, current: str, now: float | None = None
+) -> list[Candidate]:
     """The best `limit` files for `query` within `scope`, best first. `current` is the
     annotator whose annotations count as up to date."""
     if not query.terms:

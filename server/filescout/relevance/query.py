@@ -13,8 +13,11 @@ IDENTIFIER_LIKE = re.compile(r"[A-Za-z_$][\w$]*(?:[./:][A-Za-z_$][\w$]*)*")
 ASKS_FOR = {
     "test": re.compile(r"\b(tests?|testing|spec|specs|unit ?tests?|fixtures?|pytest|jest|coverage)\b", re.I),
     "docs": re.compile(r"\b(docs?|documentation|readme|changelog|guide|tutorial|docstrings?)\b", re.I),
-    "config": re.compile(r"\b(config(uration)?|settings?|ci|workflow|pipeline|dockerfile|"
-                         r"package\.json|pyproject|tsconfig|build)\b", re.I),
+    "config": re.compile(
+        r"\b(config(uration)?|settings?|ci|workflow|pipeline|dockerfile|"
+        r"package\.json|pyproject|tsconfig|build)\b",
+        re.I,
+    ),
     "data": re.compile(r"\b(data|dataset|csv|fixtures?|json)\b", re.I),
 }
 
