@@ -1,13 +1,38 @@
-"""findRelevant's updates as the faces send them: protocol items, and the one way a final
-answer is assembled."""
+"""findRelevant as the faces see it: a request's params made into a Question for the stages,
+and the stages' updates made into protocol items, with the one way a final answer is
+assembled."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from filescout.errors import InvalidParams
 from filescout.records import RankedFile, RelevanceStage
-from filescout.relevance.find import RelevanceUpdate
-from filescout_protocol.types import FindRelevantResult, RelevantItem
+from filescout.relevance.filters import PathFilter
+from filescout.relevance.find import Question, RelevanceUpdate
+from filescout_protocol.types import FindRelevantParams, FindRelevantResult, RelevanceOptions, RelevantItem
+
+
+def question_of(params: FindRelevantParams, root: Path) -> Question:
+    """The request as the stages need it; paths and globs are checked against the root."""
+    if not params.query.strip():
+        raise InvalidParams("query: must not be blank")
+    scope = params.scope
+    options = params.options or RelevanceOptions()
+    path_filter = PathFilter.build(
+        root, scope.globs if scope else [], scope.paths if scope else [], field_prefix="scope."
+    )
+    return Question(
+        text=params.query,
+        limit=params.limit,
+        scope=path_filter,
+        use_model=options.use_model,
+        max_model_calls=options.max_model_calls,
+        max_tokens=options.max_tokens,
+        candidates=options.candidates,
+        select_tags=options.select_tags,
+    )
 
 
 def relevant_item(ranked: RankedFile) -> RelevantItem:

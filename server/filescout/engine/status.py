@@ -1,18 +1,48 @@
-"""The status a client asks for: the model's part of it, assembled from the model worker,
-the settings and the index."""
+"""The status a client asks for, assembled from the index, the board, the workers and the
+settings; the model's part says what model annotation does, has cost, and would cost."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
+from filescout import __version__
 from filescout.annotate.llm import OUTPUT_TOKENS_PER_FILE
+from filescout.engine.board import StatusBoard
 from filescout.engine.model_worker import ModelWorker
+from filescout.engine.roles import Roles
+from filescout.engine.scheduler import Scheduler
 from filescout.index import Index
 from filescout.model import CHARS_PER_TOKEN, BudgetSpent
-from filescout_protocol.types import ModelStatus, Settings
+from filescout_protocol.types import PROTOCOL_VERSION, ModelStatus, Settings, StatusResult
 
 ESTIMATED_OUTLINE_TOKENS = 200  # outline and a share of the instructions, per file
 ModelState = Literal["active", "idle", "budget_spent", "unavailable", "refused", "privacy", "off"]
+
+
+async def workspace_status(
+    root: Path, settings: Settings, roles: Roles, board: StatusBoard, scheduler: Scheduler
+) -> StatusResult:
+    index = roles.index
+    current = scheduler.current
+    by_status, by_kind = await index.files.counts(current=current)
+    return StatusResult(
+        protocol_version=PROTOCOL_VERSION,
+        server_version=__version__,
+        root=str(root),
+        db_path=str(index.path),
+        phase=board.phase,
+        files=sum(by_status.values()),
+        by_status=by_status,
+        by_kind=by_kind,
+        annotator=current,
+        last_scan=await index.meta.get("last_scan"),
+        role=roles.role,
+        writer_pid=roles.writer_pid(),
+        queued=len(scheduler.structural.queue),
+        model=await model_status(scheduler.model, settings, index, scheduler.structural.id),
+        last_error=board.last_error,
+    )
 
 
 async def model_status(

@@ -10,9 +10,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from filescout import __version__
 from filescout.config import db_path_for, load_settings
-from filescout.engine.answers import FindUpdate
+from filescout.engine.answers import FindUpdate, question_of
 from filescout.engine.background import Background
 from filescout.engine.board import StatusBoard
 from filescout.engine.hooks import Hooks
@@ -20,24 +19,20 @@ from filescout.engine.listing import FileListing, file_item
 from filescout.engine.passes import Indexer
 from filescout.engine.roles import Role, Roles
 from filescout.engine.scheduler import Scheduler
-from filescout.engine.status import model_status
+from filescout.engine.status import workspace_status
 from filescout.errors import InvalidParams, WorkspaceUnavailable
 from filescout.index import Index
 from filescout.paths import to_relative
-from filescout.relevance.filters import PathFilter
-from filescout.relevance.find import Question, find
+from filescout.relevance.find import find
 from filescout.schedule import BACKGROUND
 from filescout_protocol.types import (
-    PROTOCOL_VERSION,
     FileItem,
     FindRelevantParams,
     FindRelevantResult,
     GetFilesPage,
     GetFilesParams,
     IndexPhase,
-    ModelStatus,
     ReindexResult,
-    RelevanceOptions,
     Settings,
     StatusResult,
 )
@@ -231,28 +226,9 @@ class Workspace:
     async def files_page(self, params: GetFilesParams) -> GetFilesPage:
         return await self._listing.page(params, current=self._scheduler.current)
 
-    def _question(self, params: FindRelevantParams) -> Question:
-        if not params.query.strip():
-            raise InvalidParams("query: must not be blank")
-        scope = params.scope
-        options = params.options or RelevanceOptions()
-        path_filter = PathFilter.build(
-            self.root, scope.globs if scope else [], scope.paths if scope else [], field_prefix="scope."
-        )
-        return Question(
-            text=params.query,
-            limit=params.limit,
-            scope=path_filter,
-            use_model=options.use_model,
-            max_model_calls=options.max_model_calls,
-            max_tokens=options.max_tokens,
-            candidates=options.candidates,
-            select_tags=options.select_tags,
-        )
-
     async def find_relevant_stream(self, params: FindRelevantParams) -> AsyncIterator[FindUpdate]:
         """The stages of findRelevant as they complete; the last update is `done`."""
-        question = self._question(params)
+        question = question_of(params, self.root)
         model = self._scheduler.model.annotator
         client = model.client if model is not None else None
         async for update in find(self._index, question, client, current=self._scheduler.current):
@@ -271,27 +247,4 @@ class Workspace:
         raise AssertionError("the relevance stages ended without an answer")
 
     async def status(self) -> StatusResult:
-        current = self._scheduler.current
-        by_status, by_kind = await self._index.files.counts(current=current)
-        return StatusResult(
-            protocol_version=PROTOCOL_VERSION,
-            server_version=__version__,
-            root=str(self.root),
-            db_path=str(self._index.path),
-            phase=self._board.phase,
-            files=sum(by_status.values()),
-            by_status=by_status,
-            by_kind=by_kind,
-            annotator=current,
-            last_scan=await self._index.meta.get("last_scan"),
-            role=self.role,
-            writer_pid=self.writer_pid,
-            queued=len(self._scheduler.structural.queue),
-            model=await self.model_status(),
-            last_error=self._board.last_error,
-        )
-
-    async def model_status(self) -> ModelStatus:
-        return await model_status(
-            self._scheduler.model, self.settings, self._index, self._scheduler.structural.id
-        )
+        return await workspace_status(self.root, self.settings, self._roles, self._board, self._scheduler)
