@@ -221,6 +221,21 @@ class Scope(_Params):
 FileOrder = Literal["path", "recent", "frecency", "rank"]
 
 
+class PromptOptions(_Params):
+    """Also render the answer as one block of text a chat panel can put straight into a
+    prompt: paths, summaries and reasons, best first, within a token budget."""
+
+    tokens: Annotated[
+        int,
+        Meta(
+            ge=200,
+            le=200_000,
+            description="Most tokens the block may take (counted cautiously, at 3.5 characters a token); "
+            "a closing line names what did not fit.",
+        ),
+    ] = 4000
+
+
 class GetFilesParams(_Params):
     """`files/getFiles`: every indexed file with its annotation, optionally filtered. Filters
     combine with AND."""
@@ -275,6 +290,13 @@ class GetFilesParams(_Params):
         int,
         Meta(ge=1, le=10_000, description="Items per `$/progress` batch when streaming."),
     ] = 500
+    prompt: Annotated[
+        Union[PromptOptions, None],
+        Meta(
+            description="Also answer with the page as a prompt-ready block (`prompt` of the "
+            "result). Not with `partialResultToken`."
+        ),
+    ] = None
     partial_result_token: Union[ProgressToken, None] = None
     work_done_token: Union[ProgressToken, None] = None
 
@@ -304,6 +326,10 @@ class GetFilesPage(_Payload):
         Union[str, None],
         Meta(description="Pass as `cursor` to get the next page; null on the last page."),
     ]
+    prompt: Annotated[
+        Union[str, None],
+        Meta(description="The page as a prompt-ready block, when the request asked for one."),
+    ] = None
 
 
 class RelevanceOptions(_Params):
@@ -348,6 +374,12 @@ class FindRelevantParams(_Params):
     limit: Annotated[int, Meta(ge=1, le=500)] = 20
     scope: Union[Scope, None] = None
     options: Union[RelevanceOptions, None] = None
+    prompt: Annotated[
+        Union[PromptOptions, None],
+        Meta(
+            description="Also answer with the final ranking as a prompt-ready block (`prompt` of the result)."
+        ),
+    ] = None
     partial_result_token: Union[ProgressToken, None] = None
     work_done_token: Union[ProgressToken, None] = None
 
@@ -376,6 +408,13 @@ class FindRelevantResult(_Payload):
         Meta(description="True when a stage failed and the answer comes from earlier stages."),
     ] = False
     message: Union[str, None] = None
+    prompt: Annotated[
+        Union[str, None],
+        Meta(
+            description="The final ranking as a prompt-ready block, when the request asked for "
+            "one; it covers every item, streamed or not."
+        ),
+    ] = None
 
 
 class DidAccessParams(_Params):

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from filescout.errors import InvalidParams
-from filescout.lsp.convert import decode_params
+from filescout.params import decode_params
 from filescout_protocol import schema, types
 
 

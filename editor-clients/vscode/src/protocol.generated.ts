@@ -69,6 +69,10 @@ export interface FindRelevantParams {
   limit?: number;
   scope?: Scope | null;
   options?: RelevanceOptions | null;
+  /**
+   * Also answer with the final ranking as a prompt-ready block (`prompt` of the result).
+   */
+  prompt?: PromptOptions | null;
   partialResultToken?: number | string | null;
   workDoneToken?: number | string | null;
 }
@@ -85,6 +89,10 @@ export interface FindRelevantResult {
    */
   degraded?: boolean;
   message?: string | null;
+  /**
+   * The final ranking as a prompt-ready block, when the request asked for one; it covers every item, streamed or not.
+   */
+  prompt?: string | null;
 }
 
 /**
@@ -96,6 +104,10 @@ export interface GetFilesPage {
    * Pass as `cursor` to get the next page; null on the last page.
    */
   nextCursor: string | null;
+  /**
+   * The page as a prompt-ready block, when the request asked for one.
+   */
+  prompt?: string | null;
 }
 
 /**
@@ -148,6 +160,10 @@ export interface GetFilesParams {
    * Items per `$/progress` batch when streaming.
    */
   batchSize?: number;
+  /**
+   * Also answer with the page as a prompt-ready block (`prompt` of the result). Not with `partialResultToken`.
+   */
+  prompt?: PromptOptions | null;
   partialResultToken?: number | string | null;
   workDoneToken?: number | string | null;
 }
@@ -247,6 +263,17 @@ export interface ModelStatus {
    * In the currency of the configured prices; null without prices.
    */
   estimatedCostToFinish?: number | null;
+}
+
+/**
+ * Also render the answer as one block of text a chat panel can put straight into a
+ * prompt: paths, summaries and reasons, best first, within a token budget.
+ */
+export interface PromptOptions {
+  /**
+   * Most tokens the block may take (counted cautiously, at 3.5 characters a token); a closing line names what did not fit.
+   */
+  tokens?: number;
 }
 
 /**

@@ -7,11 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from filescout.engine.prompt import Listed, render
 from filescout.errors import InvalidParams
 from filescout.records import RankedFile, RelevanceStage
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.find import Question, RelevanceUpdate
 from filescout_protocol.types import FindRelevantParams, FindRelevantResult, RelevanceOptions, RelevantItem
+
+QUESTION_SHOWN = 500  # characters of the question repeated in a prompt-ready block
 
 
 def question_of(params: FindRelevantParams, root: Path) -> Question:
@@ -59,6 +62,7 @@ class FindUpdate:
     stages: list[RelevanceStage] = field(default_factory=list)
     degraded: bool = False
     message: str | None = None
+    prompt: str | None = None
 
     @classmethod
     def of(cls, update: RelevanceUpdate) -> FindUpdate:
@@ -79,4 +83,11 @@ class FindUpdate:
             stages=self.stages,
             degraded=self.degraded,
             message=self.message,
+            prompt=self.prompt,
         )
+
+    def with_prompt(self, question: str, tokens: int) -> FindUpdate:
+        """This answer, also as a prompt-ready block."""
+        listed = [Listed(item.path, item.summary, item.reason) for item in self.items]
+        self.prompt = render(f"Request: {question[:QUESTION_SHOWN]}", listed, tokens=tokens)
+        return self

@@ -8,6 +8,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from filescout.engine.prompt import Listed, render
 from filescout.errors import InvalidParams
 from filescout.index import FileFilter, Index
 from filescout.records import FileEntry
@@ -47,6 +48,10 @@ class FileListing:
 
     async def stream(self, params: GetFilesParams, *, current: str) -> AsyncIterator[list[FileItem]]:
         """Every matching file, in batches of `params.batch_size`."""
+        if params.prompt is not None:
+            raise InvalidParams(
+                "prompt: a prompt-ready block comes with a page; leave out partialResultToken"
+            )
         batch: list[FileItem] = []
         async for entry, _ in self._matching(params, current):
             batch.append(file_item(entry))
@@ -71,7 +76,12 @@ class FileListing:
                 last_key = key
         finally:
             await matching.aclose()
-        return GetFilesPage(items=items, next_cursor=next_cursor)
+        page = GetFilesPage(items=items, next_cursor=next_cursor)
+        if params.prompt is not None:
+            listed = [Listed(item.path, item.summary) for item in items]
+            more = " (more on the next page)" if next_cursor else ""
+            page.prompt = render(f"Files listed{more}:", listed, tokens=params.prompt.tokens)
+        return page
 
     async def _matching(
         self, params: GetFilesParams, current: str

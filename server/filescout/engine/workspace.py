@@ -23,6 +23,7 @@ from filescout.engine.status import workspace_status
 from filescout.errors import InvalidParams, WorkspaceUnavailable
 from filescout.index import Index
 from filescout.paths import to_relative
+from filescout.records import ScanTotals
 from filescout.relevance.find import find
 from filescout.schedule import BACKGROUND
 from filescout_protocol.types import (
@@ -155,9 +156,10 @@ class Workspace:
 
     # -- indexing --------------------------------------------------------------------------
 
-    def start_indexing(self, kind: str = "index", *, quiet: bool = False) -> None:
-        """Start a full pass (scan, then annotate what changed) in the background."""
-        self._indexer.start(kind, quiet=quiet)
+    def start_indexing(self, kind: str = "index", *, quiet: bool = False) -> asyncio.Future[ScanTotals]:
+        """Start a full pass (scan, then annotate what changed) in the background; the future
+        resolves once the scan is stored, when the index is ready for queries."""
+        return self._indexer.start(kind, quiet=quiet)
 
     async def reindex(self) -> ReindexResult:
         """Rescan now; returns once the scan is stored (annotation continues)."""
@@ -238,7 +240,10 @@ class Workspace:
                     weight=RETURNED_ACCESS_WEIGHT,
                     recorded=RETURNED_ACCESS_COUNT,
                 )
-            yield FindUpdate.of(update)
+            answer = FindUpdate.of(update)
+            if update.done and params.prompt is not None:
+                answer.with_prompt(params.query, params.prompt.tokens)
+            yield answer
 
     async def find_relevant(self, params: FindRelevantParams) -> FindRelevantResult:
         async for update in self.find_relevant_stream(params):

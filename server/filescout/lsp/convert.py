@@ -10,8 +10,6 @@ import cattrs
 import msgspec
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 
-from filescout.errors import InvalidParams
-
 
 def _is_struct(cls: Any) -> bool:
     return isinstance(cls, type) and issubclass(cls, msgspec.Struct)
@@ -29,17 +27,3 @@ def converter_factory() -> cattrs.Converter:
     converter.register_unstructure_hook_func(_is_struct, msgspec.to_builtins)
     converter.register_structure_hook_func(_is_struct, lambda obj, cls: msgspec.convert(obj, cls))
     return converter
-
-
-def decode_params(params: Any, cls: type[msgspec.Struct], method: str) -> Any:
-    """Validate a request's params; the error names the offending field."""
-    if params is None:
-        params = {}
-    try:
-        return msgspec.convert(params, cls)
-    except msgspec.ValidationError as exc:
-        detail = str(exc)
-        if " - at `$." in detail:
-            message, _, where = detail.rpartition(" - at `$.")
-            detail = f"{where.rstrip('`')}: {message}"
-        raise InvalidParams(f"invalid params for {method}: {detail}") from None

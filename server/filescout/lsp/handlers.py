@@ -16,7 +16,6 @@ from pygls.exceptions import JsonRpcException
 from filescout import log as logsetup
 from filescout.engine import Hooks, Workspace
 from filescout.errors import InvalidParams, WorkspaceUnavailable
-from filescout.lsp.convert import decode_params
 from filescout.lsp.progress import ClientProgress, WorkDoneProgress
 
 # At run time, not only for type checking: pygls reads command handlers' hints.
@@ -29,6 +28,7 @@ from filescout.lsp.translate import (
     workspace_uris,
 )
 from filescout.lsp.wire import stream_batches, stream_relevant
+from filescout.params import decode_params
 from filescout_protocol.types import (
     AnnotateParams,
     Command,
