@@ -203,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the JSON-RPC server on stdio (or TCP)")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
 
+    mcp = commands.add_parser("mcp", help="run the MCP server on stdio, for chat panels and agents")
+    mcp.add_argument("path", nargs="?", default=".", help="the workspace (default: the current directory)")
+
     index = commands.add_parser("index", help="index a workspace (incremental)")
     index.add_argument("path", nargs="?", default=".")
 
@@ -244,6 +247,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _serve_mcp(path: str, log_level: str) -> int:
+    try:
+        from filescout.mcp.server import serve
+    except ImportError as exc:  # the extra is not installed
+        print(
+            f"filescout: `filescout mcp` needs the MCP SDK ({exc}); install it with "
+            "pip install 'filescout[mcp]'",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        return serve(path, log_level)
+    except FilescoutError as exc:
+        print(f"filescout: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
 def limit_malloc_arenas(env: Mapping[str, str] = os.environ) -> None:
     """glibc gives every thread that allocates its own malloc arena. The database connections'
     threads and the annotation workers each hold on to one, tens of MB of mostly idle memory in a
@@ -264,6 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from filescout.lsp.server import serve
 
         return serve(args.tcp, "info" if args.log_level == "warning" else args.log_level)
+    if args.command == "mcp":
+        return _serve_mcp(args.path, args.log_level)
     logsetup.configure(args.log_level)
     action: Callable[[Workspace], Awaitable[int]]
     try:

@@ -1,0 +1,1 @@
+"""The MCP face: `filescout mcp`, the engine's tools for chat panels and agents."""
