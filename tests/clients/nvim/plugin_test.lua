@@ -85,7 +85,51 @@ filescout.find("checkout address validation", function(items, info) if info.done
 wait(function() return again ~= nil end, "a request after a cancelled one")
 check(again[1].path == "web/checkoutForm.ts", "checkout form found: " .. vim.inspect(again[1]))
 
+-- The prompt-ready block, through the callback.
+local answered, block, block_err, block_result = false, nil, nil, nil
+filescout.prompt("refund a stripe charge", function(text, err, result)
+  answered, block, block_err, block_result = true, text, err, result
+end, { limit = 5 })
+wait(function() return answered end, "the prompt block")
+check(block_err == nil and type(block) == "string", "a block, no error: " .. tostring(block_err))
+check(vim.startswith(block, "<filescout-files"), "the block opens with its tag: " .. block)
+check(vim.endswith(vim.trim(block), "</filescout-files>"), "the block closes with its tag: " .. block)
+check(block:find("1. src/shop/payments/stripe_gateway.py", 1, true), "stripe gateway ranked first: " .. block)
+check(block_result.items[1].filename == root .. "/src/shop/payments/stripe_gateway.py",
+  "the result comes with the block: " .. vim.inspect(block_result.items[1]))
+
+-- Waiting for it, with the default budget and with one the whole answer does not fit in
+-- (four characters a token).
+local function entries(text)
+  local count = 0
+  for _ in text:gmatch("\n%d+%. ") do count = count + 1 end
+  return count
+end
+local whole, whole_err = filescout.prompt_sync("shopping cart discount totals", { limit = 5 })
+check(whole and whole:find("1. src/shop/cart.py", 1, true), "the cart first: " .. tostring(whole or whole_err))
+local small, small_err = filescout.prompt_sync("shopping cart discount totals", { limit = 5, tokens = 200 })
+check(small ~= nil, "a block within 200 tokens: " .. tostring(small_err))
+check(vim.fn.strchars(small) <= 200 * 4,
+  "the block stays within 200 tokens: " .. vim.fn.strchars(small) .. " characters")
+check(vim.startswith(small, "<filescout-files") and small:find("1. src/shop/cart.py", 1, true),
+  "the small block still leads with the cart: " .. small)
+check(entries(small) >= 1 and entries(small) < entries(whole), "the small block shows fewer files: " .. small)
+check(small:find("did not fit in 200 tokens", 1, true), "the small block names what it left out: " .. small)
+
+-- Errors: the server's message for a bad parameter; a request that does not answer in time
+-- is cancelled, and the client stays usable.
+local none, none_err = filescout.prompt_sync("cart", { tokens = 50 })
+check(none == nil and vim.startswith(none_err or "", "invalid params for files/findRelevant: prompt.tokens"),
+  "a bad budget is the server's error: " .. tostring(none_err))
+local late, late_err = filescout.prompt_sync("cart", { timeout = 0 })
+check(late == nil and late_err == "no answer from filescout within 0 ms", "a timeout: " .. tostring(late_err))
+local after = filescout.prompt_sync("checkout address validation", { limit = 1 })
+check(after and after:find("1. web/checkoutForm.ts", 1, true), "a block after a timeout: " .. tostring(after))
+
 client:stop()
 wait(function() return client:is_stopped() end, "the server to stop", 10000)
+wait(function() return filescout.client(root) == nil end, "the client to go", 10000)
+local stopped, stopped_err = filescout.prompt_sync("cart")
+check(stopped == nil and stopped_err:find("not running"), "no server, a clear error: " .. tostring(stopped_err))
 print("neovim plugin: all checks passed")
 vim.cmd("qa!")

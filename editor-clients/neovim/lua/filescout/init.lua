@@ -5,7 +5,12 @@
 --     baseUrl = "http://127.0.0.1:11434/v1" } } })
 --
 -- Commands: :FilescoutFind {question}, :FilescoutReindex, :FilescoutStatus.
--- Lua API for chat plugins: require("filescout").find(question, on_result, opts).
+-- Lua API for chat plugins:
+--   require("filescout").find(question, on_result, opts)   -- ranked items, streamed by stage
+--   require("filescout").prompt(question, on_block, opts)  -- one prompt-ready block of text;
+--     on_block(block, err, result); opts.tokens (budget), opts.limit, opts.scope
+--   require("filescout").prompt_sync(question, opts)       -- the same, waiting (opts.timeout,
+--     ms); returns the block, or nil and a message
 
 local M = {}
 
@@ -162,6 +167,85 @@ function M.find(question, on_result, opts)
       if vim.fn.has("nvim-0.11") == 1 then client:cancel_request(request_id) else client.cancel_request(request_id) end
     end
   end
+end
+
+--- The answer to `question` as one prompt-ready block of text (see PROTOCOL.md, "Prompt-ready
+--- blocks"): `on_block(block, err, result)` runs once, with the block (a string that starts
+--- with `<filescout-files`) and the FindRelevantResult it renders (items with `filename`, as
+--- in M.find), or with nil and a message (no server for this project, or the server's error,
+--- e.g. for a bad parameter).
+--- opts: tokens (the block's budget, 200–200000, four characters a token; default the
+--- server's, 4000), limit, scope, options, client. Returns a function that cancels the request;
+--- on_block is not called after that.
+function M.prompt(question, on_block, opts)
+  opts = opts or {}
+  local finished = false
+  local function finish(block, err, result)
+    if not finished then
+      finished = true
+      on_block(block, err, result)
+    end
+  end
+  local client = opts.client or M.client()
+  if not client then
+    vim.schedule(function()
+      finish(nil, "filescout is not running for this project (:FilescoutStart starts it)")
+    end)
+    return function() finished = true end
+  end
+  local params = {
+    query = question,
+    limit = opts.limit or M.config.limit,
+    scope = opts.scope,
+    options = opts.options,
+    prompt = opts.tokens and { tokens = opts.tokens } or vim.empty_dict(),
+  }
+  local sent, request_id = request(client, "files/findRelevant", params, function(err, result)
+    vim.schedule(function()
+      if err then
+        finish(nil, err.message)
+      elseif type(result) ~= "table" or type(result.prompt) ~= "string" then
+        finish(nil, "the filescout server sent no prompt block (it predates prompt-ready blocks)")
+      else
+        for _, item in ipairs(result.items) do
+          item.filename = client.config.root_dir .. "/" .. item.path
+        end
+        finish(result.prompt, nil, result)
+      end
+    end)
+  end)
+  if not sent then
+    vim.schedule(function() finish(nil, "the filescout server has stopped") end)
+  end
+  return function() -- cancel
+    if not finished then
+      finished = true
+      if request_id and vim.fn.has("nvim-0.11") == 1 then
+        client:cancel_request(request_id)
+      elseif request_id then
+        client.cancel_request(request_id)
+      end
+    end
+  end
+end
+
+--- M.prompt, waiting for the block: returns it, or nil and a message. opts as for M.prompt,
+--- plus timeout (milliseconds, default 10000; past it the request is cancelled). It blocks
+--- the editor while it waits, and cannot run in a fast event (a luv callback).
+function M.prompt_sync(question, opts)
+  opts = opts or {}
+  local timeout = opts.timeout or 10000
+  local answer
+  local cancel = M.prompt(question, function(block, err)
+    answer = { block = block, err = err }
+  end, opts)
+  local _, status = vim.wait(timeout, function() return answer ~= nil end, 10)
+  if not answer then
+    cancel()
+    return nil, status == -2 and "interrupted while waiting for filescout"
+      or string.format("no answer from filescout within %d ms", timeout)
+  end
+  return answer.block, answer.err
 end
 
 local function quickfix_items(items)
