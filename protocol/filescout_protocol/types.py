@@ -166,6 +166,36 @@ class BudgetSettings(_Payload, forbid_unknown_fields=True):
     monthly_tokens: Union[Annotated[int, Meta(ge=0)], None] = None
 
 
+SharedCacheMode = Literal["read_write", "read_only", "off"]
+
+
+class SharedCacheSettings(_Payload, forbid_unknown_fields=True):
+    """A PostgreSQL database where a team shares what the model wrote, keyed by content hash
+    and annotator: summaries, tags and symbols, never file contents or paths."""
+
+    url: Annotated[
+        Union[str, None],
+        Meta(
+            description="A libpq connection URL, e.g. `postgresql://me@db.internal/filescout?"
+            "sslmode=verify-full`; TLS and authentication as libpq's URL and environment give "
+            "them (prefer PGPASSWORD or ~/.pgpass to a password in the URL). "
+            "Env: FILESCOUT_SHARED_CACHE."
+        ),
+    ] = None
+    mode: Annotated[
+        SharedCacheMode,
+        Meta(
+            description="`read_write`: look up, and share what this machine's model writes; "
+            "`read_only`: look up only (laptops, with CI as the writer); `off`. "
+            "Env: FILESCOUT_SHARED_CACHE_MODE."
+        ),
+    ] = "read_write"
+    timeout: Annotated[
+        float,
+        Meta(gt=0, le=60, description="Seconds for connecting and for each statement."),
+    ] = 3.0
+
+
 class Settings(_Payload, forbid_unknown_fields=True):
     """Server configuration: `initializationOptions`, `workspace/didChangeConfiguration`
     (section `filescout`), a `filescout.toml` at the workspace root, then the environment."""
@@ -206,6 +236,7 @@ class Settings(_Payload, forbid_unknown_fields=True):
         bool,
         Meta(description="Never call a model, whatever else is configured. Env: FILESCOUT_PRIVACY=1."),
     ] = False
+    shared_cache: SharedCacheSettings = msgspec.field(default_factory=SharedCacheSettings)
 
 
 class Scope(_Params):
@@ -465,6 +496,28 @@ class ModelStatus(_Payload):
     ] = None
 
 
+class SharedCacheStatus(_Payload):
+    """The team's shared annotation cache, as this process sees it."""
+
+    state: Annotated[
+        Literal["ready", "connecting", "unavailable", "refused", "incompatible"],
+        Meta(
+            description="unavailable: unreachable or failing (retried with backoff); refused: "
+            "authentication or privileges; incompatible: tables of a newer filescout."
+        ),
+    ]
+    mode: SharedCacheMode
+    location: Annotated[str, Meta(description="Host, port and database; never the password.")]
+    hits: Annotated[int, Meta(description="Files whose annotation came from the cache.")] = 0
+    misses: Annotated[int, Meta(description="Files looked up and not found.")] = 0
+    stored: Annotated[int, Meta(description="Annotations this process shared.")] = 0
+    rejected: Annotated[int, Meta(description="Entries refused as malformed or oversized.")] = 0
+    tokens_saved: Annotated[
+        int, Meta(description="Model tokens the hits would have cost, as their writers paid.")
+    ] = 0
+    last_error: Union[str, None] = None
+
+
 class StatusResult(_Payload):
     """Result of the `filescout.status` command."""
 
@@ -491,6 +544,7 @@ class StatusResult(_Payload):
     writer_pid: Union[int, None] = None
     queued: Annotated[int, Meta(description="Files waiting in the annotation queue.")] = 0
     model: Union[ModelStatus, None] = None
+    shared_cache: Union[SharedCacheStatus, None] = None
     last_error: Union[str, None] = None
 
 

@@ -20,7 +20,13 @@ from filescout import log as logsetup
 from filescout.engine import Hooks, Workspace
 from filescout.errors import FilescoutError
 from filescout.progress import ProgressReporter
-from filescout_protocol.types import FindRelevantParams, GetFilesParams, RelevanceOptions, Scope
+from filescout_protocol.types import (
+    FindRelevantParams,
+    GetFilesParams,
+    RelevanceOptions,
+    Scope,
+    SharedCacheStatus,
+)
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter number
 
@@ -179,12 +185,45 @@ async def _status(engine: Workspace, as_json: bool) -> int:
         print(f"  to do    {model.queued_files} files, about {model.estimated_tokens_to_finish} tokens{cost}")
     elif model is not None:
         print(f"model      off ({model.message})")
+    if status.shared_cache is not None:
+        shared = status.shared_cache
+        _print_cache_status(shared)
+        print(
+            f"  used     {shared.hits} hits, {shared.misses} misses, {shared.stored} shared, "
+            f"{shared.tokens_saved} tokens saved"
+            + (f", {shared.rejected} rejected" if shared.rejected else "")
+        )
     print(f"files      {status.files}")
     for name, count in sorted(status.by_status.items()):
         print(f"  {name:<10} {count}")
     for name, count in sorted(status.by_kind.items()):
         print(f"  {name:<10} {count}  (kind)")
     return 0
+
+
+def _cache(verb: str) -> Callable[[Workspace], Awaitable[int]]:
+    async def run(engine: Workspace) -> int:
+        if verb == "push":
+            pushed = await engine.push_to_shared_cache()
+            _print_cache_status(pushed.status)
+            print(
+                f"shared     {pushed.status.stored} of {pushed.annotations} model annotations "
+                "(entries already there are kept)"
+            )
+            return 0 if pushed.status.state == "ready" or not pushed.annotations else 1
+        report = await engine.shared_cache_report()
+        _print_cache_status(report.status)
+        print(f"entries    {report.entries if report.entries is not None else 'unknown'} in the cache")
+        print(f"workspace  {report.covered} of its {report.local} model annotations are in the cache")
+        return 0 if report.status.state == "ready" else 1
+
+    return run
+
+
+def _print_cache_status(status: SharedCacheStatus) -> None:
+    print(f"cache      {status.location} ({status.mode.replace('_', '-')}): {status.state}")
+    if status.last_error:
+        print(f"  error    {status.last_error}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -244,6 +283,14 @@ def build_parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="show what the index holds")
     status.add_argument("path", nargs="?", default=".")
     status.add_argument("--json", action="store_true")
+
+    cache = commands.add_parser("cache", help="the team's shared annotation cache (PostgreSQL)")
+    cache.add_argument(
+        "action",
+        choices=["push", "status"],
+        help="push: share this machine's model annotations; status: what the cache holds",
+    )
+    cache.add_argument("path", nargs="?", default=".")
     return parser
 
 
@@ -305,6 +352,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print("filescout: --limit must be between 1 and 500", file=sys.stderr)
                 return 2
             action, refresh = _find(args, query), not args.no_refresh
+        elif args.command == "cache":
+            action, path, refresh = _cache(args.action), args.path, False
         else:
             path, refresh = args.path, False
             as_json = args.json

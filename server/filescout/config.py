@@ -7,7 +7,7 @@ silently mixing in garbage.
 
 `filescout.toml` comes with the repository, so it is trusted less than the user: it cannot
 point the user's API key at an endpoint of its choosing, put the index outside the workspace,
-or turn privacy mode off.
+turn privacy mode off, or turn on or point a shared cache.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ ENV_FIELDS: dict[str, tuple[tuple[str, ...], type]] = {
     "FILESCOUT_BASE_URL": (("model", "baseUrl"), str),
     "OPENAI_BASE_URL": (("model", "baseUrl"), str),
     "FILESCOUT_PRIVACY": (("privacyMode",), bool),
+    "FILESCOUT_SHARED_CACHE": (("sharedCache", "url"), str),
+    "FILESCOUT_SHARED_CACHE_MODE": (("sharedCache", "mode"), str),
 }
 
 
@@ -176,6 +178,17 @@ def vet_workspace_layer(
         )
     if layer.get("privacyMode") is False:
         del layer["privacyMode"]  # a repository may turn privacy mode on, never off
+    shared = layer.get("sharedCache")
+    if isinstance(shared, Mapping) and any(shared.get(key, "off") != "off" for key in ("url", "mode")):
+        # What the model wrote about this code may go only where the user said; a repository
+        # may turn the sharing off.
+        layer["sharedCache"] = {"mode": "off"} if shared.get("mode") == "off" else {}
+        if not layer["sharedCache"]:
+            del layer["sharedCache"]
+        warnings.append(
+            f"{CONFIG_FILE}: shared_cache ignored: a workspace file can turn the shared cache "
+            "off, not on or elsewhere; set it in the editor or FILESCOUT_SHARED_CACHE"
+        )
     return layer
 
 

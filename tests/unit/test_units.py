@@ -294,3 +294,28 @@ def test_json_extraction_tolerates_fences_and_prose() -> None:
     assert extract_json('Here: {"files": ["c"]} hope that helps', Answer).files == ["c"]
     with pytest.raises(ValueError):
         extract_json("no json at all", Answer)
+
+
+def test_workspace_file_cannot_turn_on_or_point_the_shared_cache(tmp_path: Path) -> None:
+    def load(toml: str, env: dict | None = None):
+        (tmp_path / "filescout.toml").write_text(toml)
+        return load_settings(tmp_path, None, env=env or {})
+
+    user_cache = {"FILESCOUT_SHARED_CACHE": "postgresql://me@db.internal/team"}
+    for toml in [
+        '[shared_cache]\nurl = "postgresql://collector.example/steal"\n',
+        '[shared_cache]\nmode = "read_write"\n',
+        '[shared_cache]\nurl = "postgresql://collector.example/steal"\nmode = "read_only"\n',
+    ]:
+        loaded = load(toml, user_cache)
+        assert loaded.settings.shared_cache.url == "postgresql://me@db.internal/team", toml
+        assert loaded.settings.shared_cache.mode == "read_write", toml
+        assert any("shared_cache ignored" in warning for warning in loaded.warnings), toml
+        assert load(toml).settings.shared_cache.url is None, toml
+    # It may turn sharing off, and tune the timeout.
+    loaded = load('[shared_cache]\nmode = "off"\ntimeout = 1.5\n', user_cache)
+    assert (loaded.settings.shared_cache.mode, loaded.settings.shared_cache.timeout) == ("off", 1.5)
+    assert loaded.warnings == []
+    # The environment and the editor may set it.
+    env = {**user_cache, "FILESCOUT_SHARED_CACHE_MODE": "read_only"}
+    assert load("", env).settings.shared_cache.mode == "read_only"

@@ -17,6 +17,7 @@ from filescout.model import Budget, BudgetSpent, ModelClient, ModelError, ModelR
 from filescout.progress import ProgressReporter
 from filescout.records import Annotation, PendingFile
 from filescout.schedule import NEIGHBOUR, AnnotationQueue
+from filescout.shared_cache import SharedCache
 from filescout_protocol.types import Settings
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,8 @@ class ModelWorker:
         """Content hashes the model answered without a usable annotation; not asked again."""
         self.in_flight = 0
         """Files taken from the queue whose annotation has not landed or gone back yet."""
+        self.shared: SharedCache | None = None
+        """The team's cache of model annotations, looked up before the model is asked."""
         self._skipped: str | None = None
         """Why files of this drain were skipped, if any were."""
         self._root = root
@@ -67,6 +70,10 @@ class ModelWorker:
                 warnings.append(f"model annotation is off: {exc}")
             else:
                 log.info("model annotation on: %s", self.annotator.id)
+        shared = settings.shared_cache
+        if self.annotator is not None and shared.url and shared.mode != "off":
+            self.shared = SharedCache(shared)
+            log.info("shared annotation cache: %s (%s)", self.shared.location, shared.mode)
         self.queue = AnnotationQueue()
         self.gave_up.clear()
 
@@ -79,6 +86,9 @@ class ModelWorker:
             await asyncio.gather(task, return_exceptions=True)
         if retiring is not None:
             await retiring.client.close()
+        shared, self.shared = self.shared, None
+        if shared is not None:
+            await shared.close()
         self.message = None
         self.stopped = None
 
@@ -160,7 +170,12 @@ class ModelWorker:
         return True
 
     async def _annotate(self, model: ModelAnnotator, pending: Sequence[PendingFile]) -> tuple[int, bool]:
-        """One batch: (annotations saved, whether model work must stop)."""
+        """One batch: (annotations saved, whether model work must stop). What the team's
+        cache has costs no model call; what the model writes is shared."""
+        from_cache = await self._from_shared_cache(model, pending)
+        pending = [item for item in pending if item.hash not in from_cache]
+        if not pending:
+            return len(from_cache), False
         inputs = await self._inputs(pending)
         annotations, error = await model.annotate(inputs)
         saved = [
@@ -168,6 +183,8 @@ class ModelWorker:
             for item, annotation in zip(inputs, annotations, strict=True)
             if annotation is not None
         ]
+        if self.shared is not None:
+            await self.shared.store(model.id, saved)
         await self._index.annotations.save(model.id, saved, replace=True)
         unanswered = [
             item for item, annotation in zip(inputs, annotations, strict=True) if annotation is None
@@ -179,15 +196,23 @@ class ModelWorker:
             if error is not None:
                 log.warning("model annotation skipped %d files: %s", len(unanswered), error)
                 self.message = self._skipped = f"some files were skipped: {error}"
-            return len(saved), False
+            return len(saved) + len(from_cache), False
         # Not this batch's fault: put back what is left and pause.
         self.queue.extend([item.path for item in unanswered], NEIGHBOUR)
         self.message = str(error)
         if isinstance(error, (BudgetSpent, ModelRefused)):
             log.warning("model annotation stopped: %s", error)
             self.stopped = error
-            return len(saved), True
-        return len(saved), False
+            return len(saved) + len(from_cache), True
+        return len(saved) + len(from_cache), False
+
+    async def _from_shared_cache(self, model: ModelAnnotator, pending: Sequence[PendingFile]) -> set[str]:
+        """Store what the team's cache has for these contents; their hashes."""
+        if self.shared is None:
+            return set()
+        found = await self.shared.lookup(model.id, [item.hash for item in pending])
+        await self._index.annotations.save(model.id, list(found.items()), replace=True)
+        return set(found)
 
     async def _inputs(self, pending: Sequence[PendingFile]) -> list[ModelInput]:
         """What the model starts from: each file's text and its structural outline (made now

@@ -41,6 +41,7 @@ async def workspace_status(
         writer_pid=roles.writer_pid(),
         queued=len(scheduler.structural.queue),
         model=await model_status(scheduler.model, settings, index, scheduler.structural.id),
+        shared_cache=scheduler.model.shared.status() if scheduler.model.shared is not None else None,
         last_error=board.last_error,
     )
 

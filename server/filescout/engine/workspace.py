@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from filescout.config import db_path_for, load_settings
+from filescout.engine import sharing
 from filescout.engine.answers import FindUpdate, question_of
 from filescout.engine.background import Background
 from filescout.engine.board import StatusBoard
@@ -250,6 +251,13 @@ class Workspace:
             if update.done:
                 return update.result()
         raise AssertionError("the relevance stages ended without an answer")
+
+    async def push_to_shared_cache(self) -> sharing.PushReport:
+        """Share this machine's model annotations of the workspace with the team's cache."""
+        return await sharing.push(self._index, self.settings.shared_cache)
+
+    async def shared_cache_report(self) -> sharing.CacheReport:
+        return await sharing.report(self._index, self.settings.shared_cache)
 
     async def status(self) -> StatusResult:
         return await workspace_status(self.root, self.settings, self._roles, self._board, self._scheduler)

@@ -5,7 +5,7 @@ old one, which keeps showing until the new one arrives."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 
 import msgspec
 
@@ -152,3 +152,40 @@ class Annotations:
             (annotator,),
         )
         return int(count), int(tokens_in), int(tokens_out)
+
+    async def by_models(self, *, batch: int = 500) -> AsyncIterator[list[tuple[str, str, Annotation]]]:
+        """(content hash, annotator, annotation) of every model annotation of a file in the
+        index, in batches: what this machine can share with a team."""
+        last: tuple[str, str] = ("", "")
+        while True:
+            rows = list(
+                await self._db.reader.execute_fetchall(
+                    """
+                    SELECT a.hash, a.annotator, a.summary, a.tags, a.symbols, a.imports,
+                           a.input_tokens, a.output_tokens
+                    FROM annotations AS a
+                    WHERE a.annotator LIKE 'model:%' AND (a.hash, a.annotator) > (?, ?)
+                      AND EXISTS (SELECT 1 FROM files AS f WHERE f.hash = a.hash)
+                    ORDER BY a.hash, a.annotator LIMIT ?
+                    """,
+                    (*last, batch),
+                )
+            )
+            if not rows:
+                return
+            yield [
+                (
+                    digest,
+                    annotator,
+                    Annotation(
+                        summary,
+                        _decode_list(tags),
+                        _decode_list(symbols),
+                        _decode_list(imports),
+                        tokens_in,
+                        tokens_out,
+                    ),
+                )
+                for digest, annotator, summary, tags, symbols, imports, tokens_in, tokens_out in rows
+            ]
+            last = (rows[-1][0], rows[-1][1])
