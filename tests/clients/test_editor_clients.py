@@ -1,6 +1,7 @@
 """The editor clients against the real server: the Neovim plugin in headless Neovim, and the VS
-Code extension's client module from Node (with a TypeScript build of the whole extension, whose
-protocol types must be what protocol/filescout.schema.json generates)."""
+Code extension's modules that need no VS Code (client, #filescout tool, extension API, settings)
+from Node, with a TypeScript build of the whole extension, whose protocol types must be what
+protocol/filescout.schema.json generates."""
 
 from __future__ import annotations
 
@@ -91,5 +92,6 @@ def test_vscode_extension_builds_and_its_client_drives_the_server(tmp_path: Path
     result = subprocess.run([npm, "test"], cwd=VSCODE, env=env, capture_output=True, text=True, timeout=300)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
-    # The client against the server, and the generated protocol types against the schema.
-    assert "# fail 0" in output and "# pass 7" in output, output
+    # The client, the #filescout tool, the extension API and the API key's way to a model endpoint
+    # against the server, and the generated protocol types against the schema.
+    assert "# fail 0" in output and "# pass 28" in output, output

@@ -40,6 +40,8 @@ export class RelevanceView {
   stages: RelevanceStage[] = [];
   degraded = false;
   message: string | null = null;
+  /** The final ranking as a prompt-ready block, when the request asked for one. */
+  prompt: string | null = null;
   done = false;
 
   add(batch: RelevantItem[]): void {
@@ -67,6 +69,7 @@ export class RelevanceView {
     this.stages = result.stages;
     this.degraded = result.degraded ?? false;
     this.message = result.message ?? null;
+    this.prompt = result.prompt ?? null;
     this.done = true;
   }
 }
@@ -113,17 +116,18 @@ export class FilescoutClient {
   }
 
   /** The files that matter for `params.query`; `onUpdate` sees the answer improve stage by
-   * stage. Cancelling stops the server's work, model calls included. */
+   * stage, with the streamed batch that improved it (none for the final answer). Cancelling
+   * stops the server's work, model calls included. */
   async findRelevant(
     params: FindRelevantParams,
-    onUpdate: (view: RelevanceView) => void = () => undefined,
+    onUpdate: (view: RelevanceView, batch?: RelevantItem[]) => void = () => undefined,
     cancel?: CancellationToken,
   ): Promise<RelevanceView> {
     const token = this.token("relevant");
     const view = new RelevanceView();
     const subscription = this.connection.onProgress(new ProgressType<RelevantItem[]>(), token, (batch) => {
       view.add(batch);
-      onUpdate(view);
+      onUpdate(view, batch);
     });
     try {
       const result = await this.request<FindRelevantResult>(

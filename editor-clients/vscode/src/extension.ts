@@ -1,5 +1,7 @@
-// The VS Code side: one filescout server per workspace folder, commands, a status bar item and
-// the @filescout chat participant. Everything that talks to the server goes through client.ts.
+// The VS Code side: one filescout server per workspace folder, commands, a status bar item, the
+// #filescout language model tool, the @filescout chat participant and the API other extensions
+// get from `activate`. Everything that talks to the server goes through client.ts; chats find
+// files through relevantFiles.ts.
 
 import * as path from "path";
 import * as vscode from "vscode";
@@ -10,8 +12,20 @@ import {
   ServerOptions,
   State,
 } from "vscode-languageclient/node";
+import { FilescoutApi, WorkspaceRef, createFilescoutApi } from "./api";
 import { FilescoutClient, RelevanceView, describeStatus } from "./client";
 import { IndexStatus, Methods, RelevantItem, Settings } from "./protocol";
+import {
+  CancelledError,
+  NoServerError,
+  QueryError,
+  RelevantFiles,
+  TOOL_NAME,
+  findRelevantFiles,
+  invocationMessage,
+  invokeFindRelevantFilesTool,
+} from "./relevantFiles";
+import { API_KEY_SECRET, configurationChange, serverSettings } from "./settings";
 
 const INSTALL_HINT = "pipx install filescout   (or: python -m pip install filescout)";
 
@@ -24,31 +38,18 @@ interface Workspace {
 
 const workspaces = new Map<string, Workspace>();
 let statusItem: vscode.StatusBarItem;
+/** The key from the "Set API Key" command, read once at activation and on every change. */
+let storedApiKey: string | undefined;
 
-/** The `filescout.*` settings the server understands (client-only ones left out: the server
- * rejects unknown fields). */
-export function serverSettings(scope?: vscode.ConfigurationScope): Settings {
-  const config = vscode.workspace.getConfiguration("filescout", scope);
-  const optional = <T>(key: string): T | undefined => {
-    const value = config.get<T | null>(key);
-    return value === null || value === undefined ? undefined : value;
-  };
-  return {
-    exclude: config.get<string[]>("exclude", []),
-    include: config.get<string[]>("include", []),
-    maxFileSize: config.get<number>("maxFileSize", 1048576),
-    privacyMode: config.get<boolean>("privacyMode", false),
-    model: {
-      model: optional<string>("model.model"),
-      baseUrl: optional<string>("model.baseUrl"),
-      apiKey: optional<string>("model.apiKey"),
-      concurrency: config.get<number>("model.concurrency", 2),
-    },
-    budget: {
-      dailyTokens: optional<number>("budget.dailyTokens"),
-      monthlyTokens: optional<number>("budget.monthlyTokens"),
-    },
-  };
+function settingsFor(folder: vscode.WorkspaceFolder): Settings {
+  return serverSettings(vscode.workspace.getConfiguration("filescout", folder), storedApiKey);
+}
+
+async function sendSettings(workspace: Workspace): Promise<void> {
+  await workspace.language.sendNotification(
+    DidChangeConfigurationNotification.type,
+    configurationChange(settingsFor(workspace.folder)),
+  );
 }
 
 function serverCommand(folder: vscode.WorkspaceFolder): { command: string; args: string[] } {
@@ -70,7 +71,7 @@ async function start(folder: vscode.WorkspaceFolder, output: vscode.OutputChanne
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: "file", pattern: `${folder.uri.fsPath}/**/*` }],
     workspaceFolder: folder,
-    initializationOptions: serverSettings(folder),
+    initializationOptions: settingsFor(folder),
     outputChannel: output,
     // File watching: the server registers its own watcher (dynamic registration).
   };
@@ -131,6 +132,31 @@ async function pickWorkspace(): Promise<Workspace | undefined> {
   return choice?.workspace;
 }
 
+function uriOf(ref: WorkspaceRef): vscode.Uri {
+  return typeof ref === "string" && path.isAbsolute(ref) ? vscode.Uri.file(ref) : vscode.Uri.parse(ref.toString());
+}
+
+/** The workspace a tool call or another extension means, without asking: the folder of `ref`,
+ * else of the active editor, else the first running one. */
+function workspaceFor(ref?: WorkspaceRef): Workspace | undefined {
+  const target = ref !== undefined ? uriOf(ref) : vscode.window.activeTextEditor?.document.uri;
+  const folder = target ? vscode.workspace.getWorkspaceFolder(target) : undefined;
+  if (folder) {
+    return workspaces.get(folder.uri.toString());
+  }
+  return ref === undefined ? workspaces.values().next().value : undefined;
+}
+
+function clientFor(ref?: WorkspaceRef): FilescoutClient {
+  const workspace = workspaceFor(ref);
+  if (!workspace) {
+    throw new NoServerError(
+      ref === undefined ? "filescout is not running for any workspace folder" : `filescout is not running for ${ref.toString()}`,
+    );
+  }
+  return workspace.client;
+}
+
 interface FileQuickPickItem extends vscode.QuickPickItem {
   uri: vscode.Uri;
 }
@@ -144,7 +170,7 @@ function quickPickItems(workspace: Workspace, view: RelevanceView): FileQuickPic
   }));
 }
 
-async function findRelevantFiles(): Promise<void> {
+async function findRelevantFilesCommand(): Promise<void> {
   const workspace = await pickWorkspace();
   if (!workspace) {
     return;
@@ -236,38 +262,126 @@ async function chatHandler(
   }
   stream.progress("Finding the files that matter…");
   let announced: string | null = null;
-  const view = await workspace.client.findRelevant({ query: request.prompt, limit: 12 }, (current) => {
-    if (current.stage && current.stage !== announced && !current.done) {
-      announced = current.stage;
-      stream.progress(`${current.stage}: ${current.items.length} candidates…`);
+  try {
+    const answer = await findRelevantFiles(workspace.client, { query: request.prompt, limit: 12 }, {
+      cancel: token,
+      onUpdate: (current) => {
+        if (current.stage && current.stage !== announced && !current.done) {
+          announced = current.stage;
+          stream.progress(`${current.stage}: ${current.items.length} candidates…`);
+        }
+      },
+    });
+    renderChatAnswer(workspace, answer, stream);
+  } catch (error) {
+    if (!(error instanceof CancelledError)) {
+      stream.markdown(
+        error instanceof QueryError && request.prompt.trim() === ""
+          ? "Ask a question after @filescout, e.g. `@filescout where are refunds sent to the payment provider`."
+          : String(error instanceof Error ? error.message : error),
+      );
     }
-  }, token);
-  if (view.items.length === 0) {
-    stream.markdown(view.message ?? "No file in the index matches that question.");
-    return {};
-  }
-  stream.markdown(`**Relevant files** (${view.stages.join(" → ")}${view.degraded ? ", degraded" : ""}):\n\n`);
-  for (const item of view.items) {
-    const uri = vscode.Uri.joinPath(workspace.folder.uri, item.path);
-    stream.reference(uri);
-    stream.markdown(`- [${item.path}](${uri.toString()}) — ${item.reason}\n`);
-  }
-  if (view.message) {
-    stream.markdown(`\n_${view.message}_`);
   }
   return {};
 }
 
-export async function activate(context: vscode.ExtensionContext): Promise<void> {
+function renderChatAnswer(workspace: Workspace, answer: RelevantFiles, stream: vscode.ChatResponseStream): void {
+  if (answer.items.length === 0) {
+    stream.markdown(answer.message ?? "No file in the index matches that question.");
+    return;
+  }
+  stream.markdown(`**Relevant files** (${answer.stages.join(" → ")}${answer.degraded ? ", degraded" : ""}):\n\n`);
+  for (const item of answer.items) {
+    const uri = vscode.Uri.joinPath(workspace.folder.uri, item.path);
+    stream.reference(uri);
+    stream.markdown(`- [${item.path}](${uri.toString()}) — ${item.reason}\n`);
+  }
+  if (answer.message) {
+    stream.markdown(`\n_${answer.message}_`);
+  }
+}
+
+/** #filescout in any chat, and a tool agent mode may call: the prompt-ready block of the ranking.
+ * Read-only, so it asks for no confirmation. */
+const findRelevantFilesTool: vscode.LanguageModelTool<unknown> = {
+  prepareInvocation(options) {
+    return { invocationMessage: invocationMessage(options.input) };
+  },
+  async invoke(options, token) {
+    try {
+      const text = await invokeFindRelevantFilesTool(workspaceFor()?.client, options.input, {
+        tokenBudget: options.tokenizationOptions?.tokenBudget,
+        cancel: token,
+      });
+      return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(text)]);
+    } catch (error) {
+      throw error instanceof CancelledError ? new vscode.CancellationError() : error;
+    }
+  },
+};
+
+/** "filescout: Set API Key": the key goes to secret storage, never to settings.json; an empty
+ * answer removes it. Secret storage reports the change, which re-sends the settings. */
+async function setApiKey(secrets: vscode.SecretStorage): Promise<void> {
+  const answer = await vscode.window.showInputBox({
+    title: "filescout: API key for the model endpoint",
+    prompt: "Kept in VS Code's secret storage and sent only to the filescout server. Leave empty to remove the stored key.",
+    password: true,
+    ignoreFocusOut: true,
+  });
+  if (answer === undefined) {
+    return; // dismissed: nothing changes
+  }
+  const key = answer.trim();
+  try {
+    if (key) {
+      await secrets.store(API_KEY_SECRET, key);
+      void vscode.window.showInformationMessage("filescout: API key stored.");
+    } else {
+      await secrets.delete(API_KEY_SECRET);
+      void vscode.window.showInformationMessage("filescout: stored API key removed.");
+    }
+  } catch (error) {
+    void vscode.window.showErrorMessage(`filescout: the secret storage refused the key (${String(error)}).`);
+  }
+}
+
+/** The stored key, or none when the system keychain cannot be read (the setting still works). */
+async function readStoredApiKey(secrets: vscode.SecretStorage, output: vscode.OutputChannel): Promise<string | undefined> {
+  try {
+    return await secrets.get(API_KEY_SECRET);
+  } catch (error) {
+    output.appendLine(`filescout: cannot read the stored API key (${String(error)}); using the filescout.model.apiKey setting.`);
+    return undefined;
+  }
+}
+
+async function onSecretChange(
+  secrets: vscode.SecretStorage,
+  output: vscode.OutputChannel,
+  event: vscode.SecretStorageChangeEvent,
+): Promise<void> {
+  if (event.key !== API_KEY_SECRET) {
+    return;
+  }
+  storedApiKey = await readStoredApiKey(secrets, output);
+  await Promise.all([...workspaces.values()].map(sendSettings));
+}
+
+/** Starts a server per workspace folder and returns the API other extensions use (see README). */
+export async function activate(context: vscode.ExtensionContext): Promise<FilescoutApi> {
   const output = vscode.window.createOutputChannel("filescout");
   statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 10);
   statusItem.command = "filescout.showIndexStatus";
+  storedApiKey = await readStoredApiKey(context.secrets, output);
   context.subscriptions.push(
     output,
     statusItem,
     vscode.commands.registerCommand("filescout.reindexWorkspace", reindexWorkspace),
-    vscode.commands.registerCommand("filescout.findRelevantFiles", findRelevantFiles),
+    vscode.commands.registerCommand("filescout.findRelevantFiles", findRelevantFilesCommand),
     vscode.commands.registerCommand("filescout.showIndexStatus", showIndexStatus),
+    vscode.commands.registerCommand("filescout.setApiKey", () => setApiKey(context.secrets)),
+    context.secrets.onDidChange((event) => onSecretChange(context.secrets, output, event)),
     vscode.workspace.onDidChangeWorkspaceFolders(async (event) => {
       for (const folder of event.removed) {
         await workspaces.get(folder.uri.toString())?.language.stop();
@@ -281,9 +395,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidChangeConfiguration(async (event) => {
       for (const workspace of workspaces.values()) {
         if (event.affectsConfiguration("filescout", workspace.folder)) {
-          await workspace.language.sendNotification(DidChangeConfigurationNotification.type, {
-            settings: { filescout: serverSettings(workspace.folder) },
-          });
+          await sendSettings(workspace);
         }
       }
     }),
@@ -293,10 +405,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     participant.iconPath = new vscode.ThemeIcon("search");
     context.subscriptions.push(participant);
   }
+  if (vscode.lm?.registerTool) {
+    context.subscriptions.push(vscode.lm.registerTool(TOOL_NAME, findRelevantFilesTool));
+  }
   for (const folder of vscode.workspace.workspaceFolders ?? []) {
     await start(folder, output);
   }
   updateStatusBar();
+  return createFilescoutApi(clientFor);
 }
 
 export async function deactivate(): Promise<void> {

@@ -387,6 +387,62 @@ export interface Settings {
    * Never call a model, whatever else is configured. Env: FILESCOUT_PRIVACY=1.
    */
   privacyMode?: boolean;
+  sharedCache?: SharedCacheSettings;
+}
+
+/**
+ * A PostgreSQL database where a team shares what the model wrote, keyed by content hash
+ * and annotator: summaries, tags and symbols, never file contents or paths.
+ */
+export interface SharedCacheSettings {
+  /**
+   * A libpq connection URL, e.g. `postgresql://me@db.internal/filescout?sslmode=verify-full`; TLS and authentication as libpq's URL and environment give them (prefer PGPASSWORD or ~/.pgpass to a password in the URL). Env: FILESCOUT_SHARED_CACHE.
+   */
+  url?: string | null;
+  /**
+   * `read_write`: look up, and share what this machine's model writes; `read_only`: look up only (laptops, with CI as the writer); `off`. Env: FILESCOUT_SHARED_CACHE_MODE.
+   */
+  mode?: "off" | "read_only" | "read_write";
+  /**
+   * Seconds for connecting and for each statement.
+   */
+  timeout?: number;
+}
+
+/**
+ * The team's shared annotation cache, as this process sees it.
+ */
+export interface SharedCacheStatus {
+  /**
+   * unavailable: unreachable or failing (retried with backoff); refused: authentication or privileges; incompatible: tables of a newer filescout.
+   */
+  state: "connecting" | "incompatible" | "ready" | "refused" | "unavailable";
+  mode: "off" | "read_only" | "read_write";
+  /**
+   * Host, port and database; never the password.
+   */
+  location: string;
+  /**
+   * Files whose annotation came from the cache.
+   */
+  hits?: number;
+  /**
+   * Files looked up and not found.
+   */
+  misses?: number;
+  /**
+   * Annotations this process shared.
+   */
+  stored?: number;
+  /**
+   * Entries refused as malformed or oversized.
+   */
+  rejected?: number;
+  /**
+   * Model tokens the hits would have cost, as their writers paid.
+   */
+  tokensSaved?: number;
+  lastError?: string | null;
 }
 
 /**
@@ -420,5 +476,6 @@ export interface StatusResult {
    */
   queued?: number;
   model?: ModelStatus | null;
+  sharedCache?: SharedCacheStatus | null;
   lastError?: string | null;
 }

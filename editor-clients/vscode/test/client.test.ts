@@ -1,96 +1,25 @@
-// Drives the real Python server over stdio with the extension's own client module.
-// FILESCOUT_PYTHON picks the interpreter that has filescout installed (default: python3).
+// Drives the real Python server over stdio with the extension's own client module (see harness.ts).
 
 import { strict as assert } from "node:assert";
-import { ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { renameSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { pathToFileURL } from "node:url";
-import {
-  CancellationTokenSource,
-  createMessageConnection,
-  MessageConnection,
-  ProgressType,
-  StreamMessageReader,
-  StreamMessageWriter,
-} from "vscode-jsonrpc/node";
+import { CancellationTokenSource } from "vscode-jsonrpc/node";
 import { FilescoutClient, RelevanceView } from "../src/client";
-import { FileItem, IndexStatus, Methods, RelevantItem } from "../src/protocol";
+import { FileItem, RelevantItem } from "../src/protocol";
+import { SHOP as FILES, TestServer, startServer } from "./harness";
 
-const FILES: Record<string, string> = {
-  "README.md": "# Shop\n\nA small web shop.\n",
-  "src/shop/cart.py": '"""Shopping cart: items and totals with discounts."""\n\nclass ShoppingCart:\n    pass\n\ndef apply_discount(total, code):\n    return total\n',
-  "src/shop/payments/stripe_gateway.py": '"""Stripe gateway: charges and refunds."""\n\ndef refund_charge(charge_id):\n    pass\n',
-  "web/checkoutForm.ts": "// Checkout form: validates the address.\nexport function validateAddress(a: string) { return a.length > 0 }\n",
-  "tests/test_cart.py": "from shop.cart import ShoppingCart\n\ndef test_cart():\n    ShoppingCart()\n",
-};
-
-let root: string;
-let server: ChildProcess;
-let connection: MessageConnection;
+let server: TestServer;
 let client: FilescoutClient;
-const statuses: IndexStatus[] = [];
-const progressEnds = new Set<string | number>();
 
 before(async () => {
-  root = mkdtempSync(join(tmpdir(), "filescout-vscode-"));
-  for (const [relative, text] of Object.entries(FILES)) {
-    mkdirSync(join(root, relative, ".."), { recursive: true });
-    writeFileSync(join(root, relative), text);
-  }
-  const python = process.env.FILESCOUT_PYTHON ?? "python3";
-  server = spawn(python, ["-m", "filescout", "serve"], {
-    env: { ...process.env, FILESCOUT_CACHE_DIR: join(root, ".cache-index") },
-    stdio: ["pipe", "pipe", "inherit"],
-  });
-  connection = createMessageConnection(new StreamMessageReader(server.stdout!), new StreamMessageWriter(server.stdin!));
-  // The server announces each work-done progress; follow it to its end (onProgress, not a
-  // $/progress notification handler, which would take partial results away from the client).
-  connection.onRequest("window/workDoneProgress/create", (params: { token: string | number }) => {
-    connection.onProgress(new ProgressType<{ kind: string }>(), params.token, (value) => {
-      if (value.kind === "end") {
-        progressEnds.add(params.token);
-      }
-    });
-    return null;
-  });
-  connection.onRequest("client/registerCapability", () => null);
-  connection.onNotification("window/logMessage", () => undefined);
-  connection.onNotification("window/showMessage", () => undefined);
-  connection.onNotification(Methods.status, (status: IndexStatus) => statuses.push(status));
-  connection.listen();
-  client = new FilescoutClient(connection);
-  await connection.sendRequest("initialize", {
-    processId: process.pid,
-    rootUri: pathToFileURL(root).toString(),
-    capabilities: { window: { workDoneProgress: true } },
-    initializationOptions: { exclude: [".cache-index/"] },
-  });
-  await connection.sendNotification("initialized", {});
-  await waitFor(() => progressEnds.size > 0, "indexing to finish");
+  server = await startServer();
+  client = server.client;
 });
 
 after(async () => {
-  if (connection) {
-    await connection.sendRequest("shutdown");
-    await connection.sendNotification("exit");
-    connection.dispose();
-  }
-  server?.kill();
-  rmSync(root, { recursive: true, force: true });
+  await server?.close();
 });
-
-async function waitFor(condition: () => boolean, what: string, timeoutMs = 30000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 test("getFiles streams every indexed text file with a summary", async () => {
   const batches: FileItem[][] = [];
@@ -128,14 +57,14 @@ test("cancelling a request answers it as cancelled", async () => {
 });
 
 test("reindex sees a renamed file and status counts it", async () => {
-  renameSync(join(root, "web/checkoutForm.ts"), join(root, "web/checkout.ts"));
+  renameSync(join(server.root, "web/checkoutForm.ts"), join(server.root, "web/checkout.ts"));
   const result = await client.reindex();
   assert.equal(result.renamed, 1);
   assert.equal(result.files, Object.keys(FILES).length);
   const status = await client.status();
   assert.equal(status.files, Object.keys(FILES).length);
   assert.equal(status.role, "writer");
-  assert.ok(statuses.some((update) => update.phase === "idle"));
+  assert.ok(server.statuses.some((update) => update.phase === "idle"));
   const [item] = (await client.filesPage({ paths: ["web/checkout.ts"] })).items;
   assert.ok(item.summary.includes("Checkout form"));
 });
