@@ -133,10 +133,11 @@ class Workspace:
             self.settings.include,
             self.settings.max_file_size,
         )
-        if (old.model, old.budget, old.privacy_mode) != (
+        if (old.model, old.budget, old.privacy_mode, old.shared_cache) != (
             self.settings.model,
             self.settings.budget,
             self.settings.privacy_mode,
+            self.settings.shared_cache,
         ):
             model = self._scheduler.model
             await model.configure(self.settings, warnings)
