@@ -358,9 +358,9 @@ class GetFilesPage(_Payload):
         Meta(description="Pass as `cursor` to get the next page; null on the last page."),
     ]
     prompt: Annotated[
-        Union[str, None],
+        Union[str, msgspec.UnsetType],
         Meta(description="The page as a prompt-ready block, when the request asked for one."),
-    ] = None
+    ] = msgspec.UNSET
 
 
 class RelevanceOptions(_Params):
@@ -440,12 +440,12 @@ class FindRelevantResult(_Payload):
     ] = False
     message: Union[str, None] = None
     prompt: Annotated[
-        Union[str, None],
+        Union[str, msgspec.UnsetType],
         Meta(
             description="The final ranking as a prompt-ready block, when the request asked for "
             "one; it covers every item, streamed or not."
         ),
-    ] = None
+    ] = msgspec.UNSET
 
 
 class DidAccessParams(_Params):

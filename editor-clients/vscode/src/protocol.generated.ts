@@ -92,7 +92,7 @@ export interface FindRelevantResult {
   /**
    * The final ranking as a prompt-ready block, when the request asked for one; it covers every item, streamed or not.
    */
-  prompt?: string | null;
+  prompt?: string;
 }
 
 /**
@@ -107,7 +107,7 @@ export interface GetFilesPage {
   /**
    * The page as a prompt-ready block, when the request asked for one.
    */
-  prompt?: string | null;
+  prompt?: string;
 }
 
 /**

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
 from filescout.engine.prompt import Listed, render
 from filescout.errors import InvalidParams
 from filescout.records import RankedFile, RelevanceStage
@@ -83,7 +85,7 @@ class FindUpdate:
             stages=self.stages,
             degraded=self.degraded,
             message=self.message,
-            prompt=self.prompt,
+            prompt=msgspec.UNSET if self.prompt is None else self.prompt,
         )
 
     def with_prompt(self, question: str, tokens: int) -> FindUpdate:
