@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 import aiosqlite
 import msgspec
@@ -95,6 +97,26 @@ class Database:
             raise
         return cls(path, None, *readers)
 
+    @classmethod
+    async def open_unwritable(cls, path: Path) -> Database:
+        """Open an index on storage this process cannot write (a read-only file system or
+        directory): read-only connections that create nothing beside the file, immutable when
+        SQLite could not otherwise read it there (a WAL index without its shared-memory file)."""
+        if not path.exists():
+            raise IndexUnusable("the index does not exist")
+        readers: list[aiosqlite.Connection] = []
+        try:
+            readers.append(await _open_unwritable_reader(path))
+            version = await _schema_version(readers[0])
+            if version != SCHEMA_VERSION:
+                raise IndexUnusable(f"index schema {version}, this filescout reads {SCHEMA_VERSION}")
+            readers.append(await _open_unwritable_reader(path))
+        except BaseException:
+            for connection in readers:
+                await connection.close()
+            raise
+        return cls(path, None, *readers)
+
     @property
     def writable(self) -> bool:
         return self._writer is not None
@@ -141,11 +163,11 @@ class Database:
             try:
                 await _to_completion(writer.execute("BEGIN IMMEDIATE"))
                 yield writer
+                await _to_completion(writer.execute("COMMIT"))
             except BaseException:
-                if writer.in_transaction:
+                if writer.in_transaction:  # the body failed, or COMMIT did (busy, I/O, full)
                     await _to_completion(writer.execute("ROLLBACK"))
                 raise
-            await _to_completion(writer.execute("COMMIT"))
 
 
 async def _to_completion(statement: Awaitable[object]) -> None:
@@ -153,11 +175,15 @@ async def _to_completion(statement: Awaitable[object]) -> None:
     cancellation is raised afterwards): a BEGIN that runs after its caller gave up would leave
     the connection inside a transaction nobody ends."""
     task = asyncio.ensure_future(statement)
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await task
-        raise
+    cancelled = False
+    while not task.done():  # a cancel scope may deliver the cancellation more than once
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+    task.result()
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 async def _close_quietly(connection: aiosqlite.Connection, path: Path) -> None:
@@ -185,6 +211,29 @@ async def _open_reader(path: Path) -> aiosqlite.Connection:
         await reader.close()
         raise
     return reader
+
+
+async def _open_unwritable_reader(path: Path) -> aiosqlite.Connection:
+    location = "file:" + quote(str(path))
+    failure: sqlite3.Error | None = None
+    for options in ("mode=ro", "mode=ro&immutable=1"):
+        reader = await aiosqlite.connect(f"{location}?{options}", uri=True, isolation_level=None)
+        try:
+            await reader.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            await reader.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB}")
+            await reader.execute("PRAGMA temp_store = MEMORY")
+            await reader.execute("PRAGMA query_only = ON")
+            await reader.execute_fetchall("SELECT count(*) FROM sqlite_master")  # opens the file
+        except sqlite3.Error as exc:
+            await reader.close()
+            failure = exc
+            continue
+        except BaseException:
+            await reader.close()
+            raise
+        return reader
+    assert failure is not None
+    raise failure
 
 
 async def _schema_version(db: aiosqlite.Connection) -> int:
