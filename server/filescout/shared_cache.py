@@ -52,15 +52,17 @@ CREATE_STATEMENTS = (
 )
 """The tables, for a read-write client to create when absent (docs/TEAMS.md has them for a
 DBA who prefers to create them)."""
-MAX_SYMBOLS = 300
-MAX_SYMBOL_CHARS = 200
 MAX_ENTRY_BYTES = 64 * 1024
+"""An entry larger than this (summary, tags and symbols together) is refused unread."""
+MAX_TOKENS = 1_000_000  # a claimed cost above this is not believed
 BACKOFF_FIRST = 5.0
 BACKOFF_MAX = 300.0
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 HASH = re.compile(r"[0-9a-f]{32}")
 
 WRITE_REFUSALS = frozenset({"25006", "42501"})  # read-only transaction; insufficient privilege
+REFUSALS = ("authentication failed", "no pg_hba.conf entry", "does not exist", "permission denied")
+"""Connection errors carry no SQLSTATE: these say that retrying will not help."""
 State = Literal["ready", "connecting", "unavailable", "refused", "incompatible"]
 
 
@@ -75,15 +77,41 @@ def _psycopg() -> Any:
     return psycopg
 
 
-def location_of(url: str) -> str:
-    """host:port/database, for messages; never the user or the password."""
+def driver_missing() -> str | None:
+    """Why the cache cannot be used on this installation, or None."""
+    try:
+        _psycopg()
+    except ImportError:
+        return "the shared cache needs its driver: pip install 'filescout[team]'"
+    return None
+
+
+def connection_parts(url: str) -> dict[str, str] | None:
+    """The URL's parts, or None when it is malformed: libpq reads an unencoded `@`, `:` or `/`
+    in a password as part of the host or port, which would put the password in messages."""
     try:
         parts = _psycopg().conninfo.conninfo_to_dict(url)
     except Exception:
-        return "(an unreadable connection URL)"
-    host = parts.get("host") or "localhost"
+        return None
+    host, port, database = (str(parts.get(key) or "") for key in ("host", "port", "dbname"))
+    if (
+        any(mark in host for mark in "@/")
+        or (port and not port.replace(",", "").isdigit())
+        or "@" in database
+    ):
+        return None
+    return {key: str(value) for key, value in parts.items() if value is not None}
+
+
+def location_of(url: str) -> str:
+    """host:port/database, for messages; never the user or the password."""
+    parts = connection_parts(url)
+    if parts is None:
+        return "(a malformed connection URL)"
     port = f":{parts['port']}" if parts.get("port") else ""
-    return f"{host}{port}/{parts.get('dbname') or parts.get('user') or 'postgres'}"
+    return (
+        f"{parts.get('host') or 'localhost'}{port}/{parts.get('dbname') or parts.get('user') or 'postgres'}"
+    )
 
 
 def _clean_text(value: str) -> str:
@@ -92,25 +120,32 @@ def _clean_text(value: str) -> str:
 
 def vet(row: Sequence[Any]) -> Annotation | None:
     """A shared entry as a local annotation, or None when it is unusable. Like a model's
-    answer, it is clipped, cleaned of control and bidirectional characters, and bounded."""
+    answer, it is clipped, cleaned of control and bidirectional characters, and bounded; the
+    query already left out entries over MAX_ENTRY_BYTES."""
     summary, tags, symbols, input_tokens, output_tokens = row
     if not isinstance(summary, str) or not isinstance(tags, list) or not isinstance(symbols, list):
         return None
-    if len(summary) > MAX_ENTRY_BYTES:
-        return None
     text = clip(_clean_text(summary), SUMMARY_LIMIT)
-    clean_tags = [_clean_text(str(tag)).lower()[:40] for tag in tags if isinstance(tag, str)]
-    names = [
-        _clean_text(symbol)[:MAX_SYMBOL_CHARS] for symbol in symbols[:MAX_SYMBOLS] if isinstance(symbol, str)
-    ]
     if not text:
         return None
+    clean_tags = [_clean_text(tag).lower()[:40] for tag in tags[: TAG_LIMIT * 4] if isinstance(tag, str)]
     return Annotation(
         summary=text,
         tags=[tag for tag in dict.fromkeys(clean_tags) if tag][:TAG_LIMIT],
-        symbols=[name for name in names if name],
-        input_tokens=max(int(input_tokens or 0), 0),
-        output_tokens=max(int(output_tokens or 0), 0),
+        symbols=[_clean_text(symbol) for symbol in symbols if isinstance(symbol, str)],
+        input_tokens=min(max(int(input_tokens or 0), 0), MAX_TOKENS),
+        output_tokens=min(max(int(output_tokens or 0), 0), MAX_TOKENS),
+    )
+
+
+def outgoing(annotation: Annotation) -> tuple[str, str, str]:
+    """(summary, tags, symbols) as they are shared: what PostgreSQL text cannot hold (NUL) or a
+    reader should not see (control characters) is left out."""
+    encode = msgspec.json.encode
+    return (
+        _clean_text(annotation.summary),
+        encode([_clean_text(tag) for tag in annotation.tags]).decode(),
+        encode([_clean_text(symbol) for symbol in annotation.symbols]).decode(),
     )
 
 
@@ -144,7 +179,7 @@ class SharedCache:
             stored=self.stored,
             rejected=self.rejected,
             tokens_saved=self.tokens_saved,
-            last_error=self.last_error,
+            last_error=self.last_error or self.write_refused,
         )
 
     async def lookup(self, annotator: str, hashes: Sequence[str]) -> dict[str, Annotation]:
@@ -154,10 +189,15 @@ class SharedCache:
         if not wanted:
             return {}
         rows = await self._run(
-            f"SELECT content_hash, summary, tags, symbols, input_tokens, output_tokens FROM {TABLE} "
-            "WHERE annotator = %s AND content_hash = ANY(%s)",
-            (annotator, wanted),
-            fetch=True,
+            "SELECT content_hash, CASE WHEN oversized THEN NULL ELSE summary END, tags, symbols, "
+            "input_tokens, output_tokens FROM ("
+            "  SELECT content_hash, summary, input_tokens, output_tokens,"
+            "         octet_length(summary) + pg_column_size(tags) + pg_column_size(symbols) > %s"
+            "         AS oversized,"
+            "         CASE WHEN jsonb_typeof(tags) = 'array' THEN tags ELSE '[]' END AS tags,"
+            "         CASE WHEN jsonb_typeof(symbols) = 'array' THEN symbols ELSE '[]' END AS symbols"
+            f"  FROM {TABLE} WHERE annotator = %s AND content_hash = ANY(%s)) AS entry",
+            (MAX_ENTRY_BYTES, annotator, wanted),
         )
         if rows is None:
             return {}
@@ -176,38 +216,35 @@ class SharedCache:
     async def store(self, annotator: str, annotations: Sequence[tuple[str, Annotation]]) -> None:
         """Share what this machine's model wrote (first writer wins); read-only mode shares
         nothing."""
-        if not self.writes or not annotations:
+        if not self.writes or self.write_refused:
             return
-        encode = msgspec.json.encode
         rows = [
             (
                 digest,
                 annotator,
-                item.summary,
-                encode(item.tags).decode(),
-                encode(item.symbols).decode(),
-                item.input_tokens,
-                item.output_tokens,
+                *outgoing(item),
+                min(item.input_tokens, MAX_TOKENS),
+                min(item.output_tokens, MAX_TOKENS),
             )
             for digest, item in annotations
             if HASH.fullmatch(digest)
         ]
-        if not rows or self.write_refused:
+        if not rows:
             return
-        done = await self._run(
+        written = await self._run(
             f"INSERT INTO {TABLE} (content_hash, annotator, summary, tags, symbols, input_tokens, "
             "output_tokens) SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::jsonb[], "
             "%s::jsonb[], %s::int[], %s::int[]) ON CONFLICT DO NOTHING",
             tuple(list(column) for column in zip(*rows, strict=True)),
-            fetch=False,
             writing=True,
         )
-        if done is not None:
-            self.stored += len(rows)
+        if written:
+            self.stored += written[0][0]
 
     async def entries(self) -> int | None:
-        """How many entries the cache holds (for `filescout cache status`)."""
-        rows = await self._run(f"SELECT count(*) FROM {TABLE}", (), fetch=True)
+        """How many entries the cache holds (for `filescout cache status`); None when it cannot
+        say in time, which does not pause the cache."""
+        rows = await self._run(f"SELECT count(*) FROM {TABLE}", (), pause_on_failure=False)
         return int(rows[0][0]) if rows else None
 
     async def close(self) -> None:
@@ -217,52 +254,93 @@ class SharedCache:
                 self._connection = None
 
     async def _run(
-        self, sql: str, params: Sequence[Any], *, fetch: bool, writing: bool = False
+        self, sql: str, params: Sequence[Any], *, writing: bool = False, pause_on_failure: bool = True
     ) -> list[Any] | None:
-        """One statement; None when the cache is paused or the statement failed (the failure
-        is recorded and pauses the cache; a refused write only stops sharing)."""
+        """One statement: its rows (for a write, [(rows written,)]), or None when the cache is
+        paused or the statement failed. A failure pauses the cache; a refused write only stops
+        sharing; data the server rejects costs only that batch. A connection that died while
+        idle is replaced once before the statement counts as failed."""
         if self.state in ("refused", "incompatible") or time.monotonic() < self._retry_at:
             return None
         async with self._lock:
-            try:
-                connection = await self._connect()
-                async with connection.cursor() as cursor:
-                    await asyncio.wait_for(cursor.execute(sql, params), self.settings.timeout * 2)
-                    rows = await cursor.fetchall() if fetch else []
-            except CacheProblem as problem:
-                await self._failed(str(problem), refused=self.state == "refused")
-                return None
-            except Exception as exc:  # driver, network, server: never the caller's problem
-                if writing and self._sqlstate(exc) in WRITE_REFUSALS:
-                    self.write_refused = self.last_error = f"sharing stopped: {self._describe(exc)}"
-                    log.warning("shared cache at %s: %s", self.location, self.write_refused)
+            for attempt in (1, 2):
+                reused = self._connection is not None and not self._connection.closed
+                try:
+                    rows = await self._execute(sql, params, writing=writing)
+                    break
+                except CacheProblem as problem:
+                    await self._failed(str(problem), refused=self.state == "refused")
                     return None
-                await self._failed(self._describe(exc), refused=self._is_refusal(exc))
+                except Exception as exc:  # driver, network, server: never the caller's problem
+                    if reused and attempt == 1 and self._connection_lost(exc):
+                        await self._drop_connection()
+                        continue
+                    await self._failure(exc, writing=writing, pause=pause_on_failure)
+                    return None
+            else:  # pragma: no cover - the loop always breaks or returns
                 return None
         self.state, self.last_error, self._backoff = "ready", None, BACKOFF_FIRST
         return rows
+
+    async def _execute(self, sql: str, params: Sequence[Any], *, writing: bool) -> list[Any]:
+        connection = await self._connect()
+        async with connection.cursor() as cursor:
+            await asyncio.wait_for(cursor.execute(sql, params), self.settings.timeout * 2)
+            if writing:
+                return [(max(cursor.rowcount, 0),)]
+            return list(await cursor.fetchall())
+
+    async def _failure(self, error: Exception, *, writing: bool, pause: bool) -> None:
+        sqlstate = self._sqlstate(error)
+        if writing and sqlstate in WRITE_REFUSALS:
+            self.write_refused = f"sharing stopped: {self._describe(error)}"
+            log.warning("shared cache at %s: %s", self.location, self.write_refused)
+        elif writing and (sqlstate.startswith("22") or isinstance(error, UnicodeError)):
+            log.warning(
+                "shared cache at %s: a batch was not shared: %s", self.location, self._describe(error)
+            )
+        elif pause:
+            await self._failed(self._describe(error), refused=self._is_refusal(error))
+        else:
+            self.last_error = self._describe(error)
+
+    def _connection_lost(self, error: Exception) -> bool:
+        """The server or the network ended the session (idle timeout, restart, failover)."""
+        sqlstate = self._sqlstate(error)
+        lost = not sqlstate or sqlstate.startswith("08") or sqlstate in ("57P01", "57P02", "57P03")
+        return isinstance(error, _psycopg().OperationalError) and lost
+
+    async def _drop_connection(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            try:
+                await connection.close()
+            except Exception:  # already broken
+                pass
 
     async def _connect(self) -> psycopg.AsyncConnection[Any]:
         if self._connection is not None and not self._connection.closed:
             return self._connection
         psycopg = _psycopg()
-        try:
-            psycopg.conninfo.conninfo_to_dict(self.settings.url)
-        except Exception:
+        if connection_parts(self.settings.url or "") is None:
             self.state = "refused"
-            raise CacheProblem("sharedCache.url is not a PostgreSQL connection URL") from None
+            raise CacheProblem(
+                "sharedCache.url is not a usable PostgreSQL connection URL (percent-encode `@`, `:` "
+                "and `/` in the user name and password, or keep the password in PGPASSWORD)"
+            )
         timeout = self.settings.timeout
         connection = await asyncio.wait_for(
             psycopg.AsyncConnection.connect(
                 self.settings.url,
                 autocommit=True,
                 connect_timeout=max(1, round(timeout)),
-                options=f"-c statement_timeout={int(timeout * 1000)}",
                 application_name="filescout",
             ),
             timeout * 2,
         )
         try:
+            # A session setting rather than a startup option, which connection poolers refuse.
+            await connection.execute(f"SET statement_timeout = {int(timeout * 1000)}")
             await self._check_schema(connection)
         except BaseException:
             await connection.close()
@@ -294,12 +372,7 @@ class SharedCache:
             )
 
     async def _failed(self, message: str, *, refused: bool) -> None:
-        if self._connection is not None:
-            connection, self._connection = self._connection, None
-            try:
-                await connection.close()
-            except Exception:  # already broken
-                pass
+        await self._drop_connection()
         if self.state != "incompatible":
             self.state = "refused" if refused else "unavailable"
         if message != self.last_error:
@@ -325,9 +398,7 @@ class SharedCache:
         """Authentication and privilege errors: retrying will not help until settings change."""
         sqlstate = self._sqlstate(error)
         return (
-            sqlstate.startswith("28")
-            or sqlstate == "42501"
-            or any(sign in str(error) for sign in ("authentication failed", "no pg_hba.conf entry"))
+            sqlstate.startswith("28") or sqlstate == "42501" or any(sign in str(error) for sign in REFUSALS)
         )
 
     def _password(self) -> str | None:

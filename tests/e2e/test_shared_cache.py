@@ -18,8 +18,9 @@ import pytest
 
 from fake_openai import FakeOpenAI
 from filescout.engine import Hooks, Workspace
-from filescout.shared_cache import TABLE
-from filescout_protocol.types import FindRelevantParams, GetFilesParams, RelevanceOptions
+from filescout.records import Annotation
+from filescout.shared_cache import TABLE, SharedCache
+from filescout_protocol.types import FindRelevantParams, GetFilesParams, RelevanceOptions, SharedCacheSettings
 from postgres import PostgresDatabase
 from support import SAMPLE_FILES, make_large_workspace, make_workspace, run_git
 
@@ -272,3 +273,30 @@ def test_cache_push_and_status_from_the_command_line(tmp_path: Path, fake: FakeO
     status = filescout("cache", "status", str(root))
     assert status.returncode == 0 and f"{TEXT_FILES} of its {TEXT_FILES} model annotations" in status.stdout
     assert pg_database.password not in status.stdout + status.stderr + pushed.stdout + pushed.stderr
+
+
+async def test_a_password_with_unencoded_marks_is_refused_and_never_shown(pg_database) -> None:
+    server = pg_database.server
+    for password in ("s3cr@tpw", "pa/sspw"):
+        url = f"postgresql://{pg_database.user}:{password}@127.0.0.1:{server.port}/{pg_database.name}"
+        cache = SharedCache(SharedCacheSettings(url=url))
+        assert await cache.lookup("model:x/y/p1", ["0" * 32]) == {}
+        status = cache.status()
+        assert status.state == "refused" and "percent-encode" in (status.last_error or "")
+        assert password not in repr(status) and password[:4] not in status.location
+
+
+async def test_an_idle_connection_the_server_dropped_is_replaced(pg_database) -> None:
+    cache = SharedCache(SharedCacheSettings(url=pg_database.url))
+    entry = Annotation("Shared summary.", ["tag"], ["symbol"], input_tokens=10, output_tokens=5)
+    try:
+        await cache.store("model:x/y/p1", [("a" * 32, entry)])
+        await cache.store("model:x/y/p1", [("a" * 32, entry), ("b" * 32, entry)])
+        assert cache.stored == 2  # the first writer wins; the repeat counts nothing
+        pg_database.server.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (pg_database.user,)
+        )
+        found = await cache.lookup("model:x/y/p1", ["a" * 32, "b" * 32])
+        assert set(found) == {"a" * 32, "b" * 32} and cache.status().state == "ready"
+    finally:
+        await cache.close()

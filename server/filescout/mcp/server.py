@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.types import (
+    INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
     ListToolsResult,
@@ -29,7 +31,7 @@ from mcp.types import Tool as McpTool
 
 from filescout import __version__
 from filescout.engine import Workspace
-from filescout.errors import FilescoutError
+from filescout.errors import FilescoutError, WorkspaceUnavailable
 from filescout.mcp.tools import TOOL_SPECS, ToolSpec
 from filescout.params import field_error
 from filescout.records import ScanTotals
@@ -97,8 +99,10 @@ class McpFace:
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult:
         spec = self._specs.get(params.name)
-        if spec is None:
-            return tool_error(f"unknown tool {params.name!r}; the tools are {', '.join(self._specs)}")
+        if spec is None:  # a protocol error, as MCP specifies for an unknown tool
+            raise MCPError(
+                INVALID_PARAMS, f"unknown tool {params.name!r}; the tools are {', '.join(self._specs)}"
+            )
         try:
             args = msgspec.convert(params.arguments or {}, spec.input)
         except msgspec.ValidationError as exc:
@@ -124,6 +128,12 @@ class McpFace:
             return
         await ctx.session.report_progress(0, None, "indexing the workspace for the first time")
         await asyncio.wait({scanned})
+        if scanned.cancelled() or scanned.exception() is not None:
+            self._scanned = None  # a later pass may still complete; answer from what there is
+            raise WorkspaceUnavailable(
+                "the first scan of this workspace did not finish"
+                + (f": {scanned.exception()}" if not scanned.cancelled() else "; try again")
+            )
 
 
 async def run(root: Path) -> int:
@@ -137,7 +147,8 @@ async def run(root: Path) -> int:
             never_scanned = (await engine.status()).last_scan is None
             pass_scanned = engine.start_indexing("index")
             scanned = pass_scanned if never_scanned else None
-            reconciling = asyncio.create_task(engine.start_reconciling(RECONCILE_SECONDS))
+        # A reader that takes over later rescans too: there is no editor to report changes.
+        reconciling = asyncio.create_task(engine.start_reconciling(RECONCILE_SECONDS))
         face = McpFace(engine, scanned)
         server: Server[Any] = Server(
             "filescout",

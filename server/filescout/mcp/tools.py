@@ -32,6 +32,8 @@ from filescout_protocol.types import (
     StatusResult,
 )
 
+NEXT_PAGE_TOKENS = 40
+"""Kept for the line after the block that says how to get the next page."""
 Report = Callable[[float, "float | None", str], Awaitable[None]]
 """(progress so far, total if known, message) -> sent to the client, if it asked for progress"""
 Answer = tuple[msgspec.Struct, str]
@@ -83,7 +85,7 @@ async def list_files(engine: Workspace, args: ListFilesInput, report: Report) ->
             order_by=args.order_by,
             limit=args.limit,
             cursor=args.cursor,
-            prompt=PromptOptions(tokens=args.prompt_tokens),
+            prompt=PromptOptions(tokens=args.prompt_tokens - NEXT_PAGE_TOKENS),
         )
     )
     text = page.prompt or ""
