@@ -1,9 +1,10 @@
 """The server's own transport pieces, in process: the msgspec fast path for partial results must
-put on the wire what pygls would, and the stdio ends must turn a vanished editor into end of
-input."""
+put on the wire what pygls would, the stdio ends must turn a vanished editor into end of input,
+and the frame reader and message checks must refuse bad input with one error each."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -14,6 +15,9 @@ import msgspec
 import pytest
 from lsprotocol import types
 
+from filescout.lsp.connection import CheckedProtocol, Connection
+from filescout.lsp.framing import Frame, FrameError, FrameParser
+from filescout.lsp.messages import check, unpaired_surrogate
 from filescout.lsp.server import FilescoutServer, create_server
 from filescout.lsp.stdio import ClientStdin, ClientStdout
 from filescout.lsp.wire import send_partial_result
@@ -155,3 +159,80 @@ def test_stdout_other_errors_still_raise() -> None:
     stdout = ClientStdout(Full(), on_lost=lambda: pytest.fail("not a lost connection"))
     with pytest.raises(OSError):
         stdout.write(b"x")
+
+
+# Framing and the checks before pygls
+
+
+def frames_of(parser: FrameParser, data: bytes, chunk: int) -> list[Frame]:
+    out: list[Frame] = []
+    for start in range(0, len(data), chunk):
+        parser.feed(data[start : start + chunk])
+        while (frame := parser.next()) is not None:
+            out.append(frame)
+    return out
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096])
+def test_frames_split_anywhere_read_the_same(chunk: int) -> None:
+    data = b"Content-Length: 2\r\n\r\n{}content-length:3\nContent-Type: x\n\n[1]\r\n\r\nContent-Length: 1\r\n\r\n1"
+    assert frames_of(FrameParser(), data, chunk) == [b"{}", b"[1]", b"1"]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b"Content-Length: -1\r\n\r\n{}",
+        b"Content-Length: 1e3\r\n\r\n{}",
+        b"Content-Type: x\r\n\r\n{}",
+        b"{}\r\n",
+    ],
+)
+def test_a_bad_frame_is_one_error_then_the_next_frame(bad: bytes) -> None:
+    frames = frames_of(FrameParser(), bad + b"Content-Length: 2\r\n\r\n{}", 5)
+    assert [type(frame) for frame in frames] == [FrameError, bytes]
+    assert frames[-1] == b"{}"
+
+
+def test_an_oversized_frame_is_skipped_unread() -> None:
+    parser = FrameParser(limit=100)
+    body = b'{"x": "' + b"a" * 10_000 + b'"}'
+    frames = frames_of(
+        parser, b"Content-Length: %d\r\n\r\n%s" % (len(body), body) + b"Content-Length: 2\r\n\r\n{}", 512
+    )
+    assert frames[0] == FrameError(
+        -32600, "message too large: Content-Length 10009 is over the limit of 100 bytes"
+    )
+    assert frames[1:] == [b"{}"]
+    huge = frames_of(FrameParser(), b"Content-Length: " + b"9" * 5000 + b"\r\n\r\n", 64)
+    assert [frame.code for frame in huge if isinstance(frame, FrameError)] == [-32600]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ({"glob": ["a", "b\ud800"]}, "glob[1]"),
+        ({"arguments": [{"paths": ["\udfff"]}]}, "arguments[0].paths[0]"),
+        ({"\ud800": 1}, "a field name in params"),
+        ({"query": "fine \U0001f600"}, None),
+    ],
+)
+def test_unpaired_surrogates_are_found_by_path(value: Any, expected: str | None) -> None:
+    assert unpaired_surrogate(value) == expected
+
+
+def test_an_internal_error_reply_carries_no_traceback() -> None:
+    server = create_server()
+    writer = RecordingWriter()
+    server.protocol.set_writer(writer)
+    server.feature("test/fails")(lambda ls, params: 1 / 0)
+    assert isinstance(server.protocol, CheckedProtocol)
+    connection = Connection(server.protocol, next_frame=lambda: asyncio.sleep(0))
+    connection.initialize_received = True
+    message = {"jsonrpc": "2.0", "id": 3, "method": "test/fails", "params": {}}
+    connection.receive(check(message, set()))
+    (reply,) = [json.loads(split_frame(data)[1]) for data in writer.writes]
+    assert reply["id"] == 3
+    assert reply["error"]["code"] == -32603
+    assert "ZeroDivisionError" in reply["error"]["message"]
+    assert "data" not in reply["error"] or not reply["error"]["data"]

@@ -8,19 +8,20 @@ import logging
 import sys
 import time
 from collections.abc import Awaitable, Generator
-from typing import Any
+from typing import Any, BinaryIO
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import lsp_method
 
 from filescout import __version__
 from filescout import log as logsetup
 from filescout.engine import Workspace
+from filescout.lsp.connection import CheckedProtocol, serve_stdio, serve_tcp
 from filescout.lsp.convert import converter_factory
-from filescout.lsp.stdio import ClientStdin, ClientStdout
-from filescout.lsp.wire import FramingProtocol
+from filescout.lsp.stdio import ClientStdin, ClientStdout, chunk_reader
 from filescout_protocol.types import (
     COMMANDS,
     METHODS,
@@ -41,7 +42,7 @@ LOG_MESSAGE_TYPES = {
 }
 
 
-class FilescoutProtocol(FramingProtocol):
+class FilescoutProtocol(CheckedProtocol):
     """Advertises filescout's own methods under `capabilities.experimental`."""
 
     @lsp_method(types.INITIALIZE)
@@ -71,6 +72,31 @@ class FilescoutServer(LanguageServer):
         self.initialized = False
         self._tasks: set[asyncio.Future[Any]] = set()
         self._last_edit_access: dict[str, float] = {}
+        self.exit_code = 0
+
+    def start_io(
+        self, stdin: BinaryIO | ClientStdin | None = None, stdout: BinaryIO | ClientStdout | None = None
+    ) -> None:
+        """Serve one connection on these streams with filescout's reader (connection.py), which
+        answers what pygls's own would leave unanswered; `exit_code` is what `exit` asked for."""
+        protocol = self.protocol
+        assert isinstance(protocol, CheckedProtocol)
+        protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))  # type: ignore[arg-type]  # file-like
+        try:
+            self.exit_code = serve_stdio(protocol, chunk_reader(stdin or sys.stdin.buffer), self.thread_pool)
+        finally:
+            self.shutdown()
+
+    def start_tcp(self, host: str, port: int) -> None:
+        """Serve one editor that connects to host:port, with the same reader as on stdio."""
+        protocol = self.protocol
+        assert isinstance(protocol, CheckedProtocol)
+        try:
+            self.exit_code = asyncio.run(serve_tcp(protocol, host, port))
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.shutdown()
 
     def require_engine(self) -> Workspace:
         if self.engine is not None:
@@ -155,7 +181,8 @@ def create_server() -> FilescoutServer:
 
 def serve(tcp: str | None = None, log_level: str = "info") -> int:
     """Serve one editor on stdio (or TCP) until it leaves: by `exit`, by closing stdin, or by
-    closing stdout, which ends the input too (see stdio.py)."""
+    closing stdout, which ends the input too (see stdio.py). The exit code is LSP's: 1 for an
+    `exit` that no `shutdown` preceded, else 0."""
     logsetup.configure(log_level)
     server = create_server()
     try:
@@ -165,8 +192,8 @@ def serve(tcp: str | None = None, log_level: str = "info") -> int:
         else:
             stdin = ClientStdin(sys.stdin.fileno())
             stdout = ClientStdout(sys.stdout.buffer, on_lost=stdin.end)
-            server.start_io(stdin, stdout)  # type: ignore[arg-type]  # file-like, as start_io uses them
+            server.start_io(stdin, stdout)
     finally:
         if server.engine is not None:  # the client vanished without shutdown
             server.engine.stop_threads()
-    return 0
+    return server.exit_code

@@ -14,6 +14,7 @@ import os
 import queue
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import BinaryIO
 
 log = logging.getLogger(__name__)
@@ -31,10 +32,11 @@ def is_disconnect(error: OSError) -> bool:
 
 
 class ClientStdin:
-    """stdin for pygls's reader that `end()` can close from any thread.
+    """stdin for the frame reader (connection.py) that `end()` can close from any thread.
 
     A daemon thread moves bytes from the descriptor (`os.read`, which holds no Python lock) into
-    a queue; pygls's reader thread takes them from there. So a read still blocked on a pipe that
+    a queue; the reader's thread takes them from there (`read_chunk`, or `readline` and `read`
+    as pygls's own reader would). So a read still blocked on a pipe that
     someone holds open neither stops the reader from ending nor the process from exiting."""
 
     def __init__(self, fd: int) -> None:
@@ -71,6 +73,12 @@ class ClientStdin:
         data = bytes(self._buffer[:size])
         del self._buffer[:size]
         return data
+
+    def read_chunk(self) -> bytes:
+        """Whatever has arrived (waiting for at least one byte), or b"" at end of input."""
+        if not self._buffer:
+            self._fill()
+        return self._take(len(self._buffer))
 
     def readline(self) -> bytes:
         while (newline := self._buffer.find(b"\n")) < 0 and self._fill():
@@ -134,3 +142,12 @@ class ClientStdout:
             os.dup2(null, fd)
         finally:
             os.close(null)
+
+
+def chunk_reader(stream: ClientStdin | BinaryIO) -> Callable[[], bytes]:
+    """A blocking read of whatever has arrived, for the frame reader: `read1` on a buffered
+    stream, so that a short message is not held back waiting for a full chunk."""
+    if isinstance(stream, ClientStdin):
+        return stream.read_chunk
+    read1 = getattr(stream, "read1", None)
+    return partial(read1 if read1 is not None else stream.read, READ_CHUNK)

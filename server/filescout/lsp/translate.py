@@ -14,7 +14,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from filescout.engine import Workspace
 from filescout.errors import InvalidParams, ReadOnly, WorkspaceUnavailable
-from filescout.paths import to_relative, uri_to_path
+from filescout.paths import local_path, to_relative, uri_to_path
 from filescout_protocol.types import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -48,13 +48,13 @@ def no_arguments(command: str, args: tuple[Any, ...]) -> None:
 def workspace_root(params: types.InitializeParams) -> Path | None:
     """The root the editor opened: rootUri, else the first workspace folder, else rootPath."""
     if params.root_uri:
-        return uri_to_path(params.root_uri)
+        return uri_to_path(params.root_uri, field="rootUri")
     if params.workspace_folders:
         if len(params.workspace_folders) > 1:
             log.info("several workspace folders; indexing the first (%s)", params.workspace_folders[0].uri)
-        return uri_to_path(params.workspace_folders[0].uri)
+        return uri_to_path(params.workspace_folders[0].uri, field="workspaceFolders[0].uri")
     if params.root_path:
-        return Path(params.root_path)
+        return local_path(params.root_path, field="rootPath")
     return None
 
 

@@ -64,6 +64,14 @@ def send_partial_result(server: LanguageServer, token: Token, items: Sequence[An
     body = _encoder.encode(
         {"jsonrpc": "2.0", "method": types.PROGRESS, "params": {"token": token, "value": items}}
     )
+    write_framed(protocol, body)
+
+
+def write_framed(protocol: LanguageServerProtocol, body: bytes) -> None:
+    """Put an encoded message on the protocol's writer, framed, as one write."""
+    writer = protocol.writer
+    if writer is None:
+        return
     written = writer.write(frame(protocol, body))
     if inspect.isawaitable(written):
         pending = asyncio.ensure_future(written)
