@@ -1,13 +1,30 @@
 """Remove secret-looking strings from text before it leaves the machine.
 
 Applied to every piece of workspace content placed in a model prompt (file excerpts, outlines,
-summaries). Sensitive files never get this far; this catches the key pasted into a config file or
-a test fixture. Patterns favour catching too much: a redacted placeholder costs the model little.
+summaries, paths). Sensitive files never get this far; this catches the key pasted into a config
+file or a test fixture. Patterns favour catching too much: a redacted placeholder costs the model
+little.
+
+Four layers:
+- the token catalogue of `bc-detect-secrets` (Bridgecrew's maintained fork of Yelp's
+  detect-secrets: AWS, Azure, Slack, Twilio, npm, JWT, private keys, ...), used as a library of
+  regular expressions over the whole text, and our own patterns for tokens it does not know;
+- passwords in URLs and `Authorization: Bearer/Basic/Token` credentials;
+- assignments to a name that says secret (`password`, `db_pass`, `api_key`, `client_secret` and
+  the keywords detect-secrets knows): the value goes, whatever it looks like;
+- assignments to a name that hints at one (`SERVICE_CREDS`, `auth`, `private`, `client-key-data`,
+  ...) in code, .env, .tfvars, .npmrc, YAML, JSON or TOML: the value goes when it is long and
+  random-looking (Shannon entropy), so `auth: oauth2` stays readable.
+The name rules only look at lines that contain one of the names, so redaction stays cheap.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
+from collections.abc import Iterable
+from functools import cache
 
 PLACEHOLDER = "[REDACTED]"
 
@@ -25,7 +42,8 @@ TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"\bgh[pousr]_[A-Za-z0-9]{30,}",  # GitHub tokens
         r"\bgithub_pat_[A-Za-z0-9_]{40,}",
         r"\bglpat-[A-Za-z0-9_\-]{20,}",  # GitLab
-        r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",  # Slack
+        r"\bgl(?:dt|ft|rt|ptt|cbt|soat|imt)-[A-Za-z0-9_\-]{20,}",  # other GitLab tokens
+        r"\bxox[abposre]-[A-Za-z0-9\-]{10,}",  # Slack
         r"\bAIza[0-9A-Za-z_\-]{35}",  # Google API keys
         r"\bya29\.[0-9A-Za-z_\-]{20,}",  # Google OAuth
         r"\bnpm_[A-Za-z0-9]{36}\b",  # npm
@@ -33,27 +51,146 @@ TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face
         r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",  # SendGrid
         r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",  # JWTs
+        r"\bdop_v1_[a-f0-9]{64}\b",  # DigitalOcean
+        r"\b(?:shpat|shpss|shpca|shppa)_[a-fA-F0-9]{32}\b",  # Shopify
     )
 )
+
+# One pass for all of them, without the leading word boundaries (they keep the regex engine from
+# skipping ahead to a possible first character, a tenfold cost): `_word_start` checks them after.
+TOKENS = re.compile(
+    "|".join(f"(?:{pattern.pattern.removeprefix(chr(92) + 'b')})" for pattern in TOKEN_PATTERNS), re.DOTALL
+)
+
+# detect-secrets detectors left out: BasicAuth (URL_PASSWORD keeps the URL readable) and any
+# that flag what is not a secret (public IP addresses).
+SKIPPED_DETECTORS = frozenset({"BasicAuthDetector", "IPPublicDetector"})
 
 # A password in a URL: keep scheme, user and host, drop the password.
 URL_PASSWORD = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^:/@\s]+:)([^@\s/]+)(@)")
 
-# `api_key = "..."`, `PASSWORD: ...`, `"clientSecret": "..."`: keep the name, drop the value.
-SECRET_NAME = (
-    r"""\b[\w.\-]*(?:password|passwd|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|"""
-    r"""private[_\-]?key|client[_\-]?secret|auth[_\-]?token|credential|signing[_\-]?key)[\w.\-]*"""
+# `Authorization: Bearer <token>`, `Basic <base64>`, `Token <token>`: keep the scheme.
+AUTH_SCHEME = re.compile(r"(?i)\b((?:bearer|basic|token|digest)\s+)([A-Za-z0-9._~+/=\-]{12,})")
+
+# Names that say secret: the value is dropped whatever it looks like.
+OUR_NAMES = (
+    r"password|passwd|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|"
+    r"client[_\-]?secret|auth[_\-]?token|credential|signing[_\-]?key|passphrase|creds\b"
 )
-QUOTED_SECRET = re.compile(rf"""(?i)({SECRET_NAME}["']?\s*(?:=|:|=>)\s*)(["'])([^"'\n]{{6,}})\2""")
-BARE_SECRET = re.compile(
-    rf"""(?i)({SECRET_NAME}\s*(?:=|:)\s*)([^\s"',;(){{}}\[\]]{{8,}})\s*$""", re.MULTILINE
-)
+# Name parts that hint at a secret: the value is dropped when it looks random.
+HINTS = r"key|token|secret|pass|pwd|cred|auth|api|private|salt|sign|cookie|session"
+# Every name above contains one of these (lowercase): a line without any is not looked at.
+NAME_PARTS = re.compile(rf"{HINTS}|pw|contrase")
+# How detect-secrets spells `keyword = value` detectors (`build_assignment_regex`): they only
+# match on a line with a secret name, so they run on those lines only.
+ASSIGNMENT_DETECTOR = r"(?:(?<=\W)|(?<=^))"
+
 # Values that are plainly not secrets (references, placeholders).
 NOT_A_SECRET = re.compile(
     r"^(?:\$\{?|%\(|\{\{|<|os\.|process\.env|env\(|getenv|None$|null$|true$|"
     r"false$|self\.|this\.|settings\.|config\.|\*+$|x+$|changeme$|your[_\-])",
     re.IGNORECASE,
 )
+NOT_RANDOM = re.compile(r"^(?:/|\./|\.\./|~/)|://|\$\{|\{\{|%\(")
+
+
+@cache
+def _detector_patterns() -> tuple[tuple[re.Pattern[str], ...], tuple[re.Pattern[str], ...]]:
+    """The regular expressions of detect-secrets' token detectors: (those for any text, those
+    for `keyword = value` lines). Imported on first use: the package costs a tenth of a second
+    to import, paid only when something is sent to a model."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+
+    anywhere: list[re.Pattern[str]] = []
+    assignments: list[re.Pattern[str]] = []
+    for detector in get_mapping_from_secret_type_to_class().values():
+        if issubclass(detector, RegexBasedDetector) and detector.__name__ not in SKIPPED_DETECTORS:
+            for pattern in detector().denylist:
+                if pattern.pattern.startswith(ASSIGNMENT_DETECTOR):
+                    assignments.append(pattern)
+                else:
+                    anywhere.append(pattern)
+    return tuple(anywhere), tuple(assignments)
+
+
+@cache
+def _name_rules() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """(`name = "quoted"`, `name = bare`, `name = random-looking`), the secret names being ours
+    plus detect-secrets' keyword list."""
+    from detect_secrets.plugins.keyword import DENYLIST
+
+    known = "|".join(keyword.replace(".*", r"[\w.\-]*") for keyword in DENYLIST)
+    name = rf"\b[\w.\-]*(?:{OUR_NAMES}|{known})[\w.\-]*"
+    hinted = rf"\b[\w.\-]*(?:{HINTS})[\w.\-]*"
+    return (
+        re.compile(rf"""(?i)({name}["'\]]{{0,2}}\s*(?:=|:|=>|:=)\s*)(["'`])([^"'`\n]{{6,}})\2"""),
+        re.compile(rf"""(?i)({name}\s*(?:=|:)\s*)([^\s"',;(){{}}\[\]]{{8,}})\s*$"""),
+        re.compile(
+            rf"""(?i)({hinted}["'\]]{{0,2}}\s*(?:==|=>|:=|=|:)\s*)(["'`]?)([^\s"'`,;]{{10,}})\2"""
+            r"""(?=[\s"'`,;)\]}]|$)"""
+        ),
+    )
+
+
+def entropy(value: str) -> float:
+    """Shannon entropy in bits per character."""
+    counts = Counter(value).values()
+    size = len(value)
+    return -sum(count / size * math.log2(count / size) for count in counts)
+
+
+def looks_random(value: str) -> bool:
+    """A long value mixing letters with digits or cases, with little repetition: a generated
+    key or password rather than a word, a name, a path or a reference."""
+    if len(value) < 10 or NOT_A_SECRET.match(value) or NOT_RANDOM.search(value):
+        return False
+    digits = any(c.isdigit() for c in value)
+    upper = any(c.isupper() for c in value)
+    lower = any(c.islower() for c in value)
+    if not (upper or lower) or not (digits or (upper and lower)):
+        return False
+    return entropy(value) >= min(3.5, 0.8 * math.log2(len(value)))
+
+
+def _secret_span(match: re.Match[str]) -> tuple[int, int]:
+    """The part of a detector's match that is the secret: its longest group of 8 characters or
+    more when it has one (the others capture a prefix), else the match without delimiters."""
+    best = (0, 0)
+    for group in range(1, (match.re.groups or 0) + 1):
+        start, end = match.span(group)
+        if end - start >= 8 and end - start > best[1] - best[0]:
+            best = (start, end)
+    if best != (0, 0):
+        return best
+    start, end = match.span()
+    text = match.string
+    while start < end and text[start] in " \t\r\n=:\"'":
+        start += 1
+    while end > start and text[end - 1] in " \t\r\n=:\"'":
+        end -= 1
+    return start, end
+
+
+def _cut(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """`text` with the (possibly overlapping) spans replaced by one placeholder each run."""
+    parts: list[str] = []
+    last = 0
+    for start, end in sorted(spans):
+        if end <= start:
+            continue
+        if start < last:  # overlaps the span just cut: extend it
+            last = max(last, end)
+            continue
+        parts += [text[last:start], PLACEHOLDER]
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+def _word_start(text: str, start: int) -> bool:
+    """Whether a token starts a word (what the `\\b` left out of TOKENS said)."""
+    return start == 0 or text[start] == "-" or not (text[start - 1].isalnum() or text[start - 1] == "_")
 
 
 def _quoted(match: re.Match[str]) -> str:
@@ -70,10 +207,59 @@ def _bare(match: re.Match[str]) -> str:
     return f"{name}{PLACEHOLDER}"
 
 
+def _random(match: re.Match[str]) -> str:
+    name, quote, value = match.groups()
+    if value == PLACEHOLDER or not looks_random(value):
+        return match.group(0)
+    return f"{name}{quote}{PLACEHOLDER}{quote}"
+
+
+def _auth_scheme(match: re.Match[str]) -> str:
+    scheme, value = match.groups()
+    if value.islower() and value.isalpha():
+        return match.group(0)  # `bearer authentication`: a word, not a credential
+    if not any(c.isdigit() or c.isupper() for c in value) and not looks_random(value):
+        return match.group(0)
+    return f"{scheme}{PLACEHOLDER}"
+
+
+def _assignment(line: str) -> str:
+    quoted, bare, hinted = _name_rules()
+    spans = [_secret_span(match) for pattern in _detector_patterns()[1] for match in pattern.finditer(line)]
+    if spans:
+        line = _cut(line, spans)
+    line = quoted.sub(_quoted, line)
+    line = bare.sub(_bare, line)
+    return hinted.sub(_random, line)
+
+
+def _assignments(text: str) -> str:
+    """Apply the name rules to the lines that contain a name worth a look."""
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a character whose lowercase is longer: offsets would shift
+        lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    parts: list[str] = []
+    last = 0
+    for hit in NAME_PARTS.finditer(lowered):
+        if hit.start() < last:
+            continue  # on a line already done
+        start = text.rfind("\n", 0, hit.start()) + 1
+        end = text.find("\n", hit.end())
+        end = len(text) if end < 0 else end
+        parts += [text[last:start], _assignment(text[start:end])]
+        last = end
+    if not parts:
+        return text
+    parts.append(text[last:])
+    return "".join(parts)
+
+
 def redact(text: str) -> str:
     """`text` with every secret-looking string replaced by [REDACTED]."""
-    for pattern in TOKEN_PATTERNS:
-        text = pattern.sub(PLACEHOLDER, text)
+    spans = [match.span() for match in TOKENS.finditer(text) if _word_start(text, match.start())]
+    spans += [_secret_span(match) for pattern in _detector_patterns()[0] for match in pattern.finditer(text)]
+    if spans:
+        text = _cut(text, spans)
     text = URL_PASSWORD.sub(lambda m: f"{m.group(1)}{PLACEHOLDER}{m.group(3)}", text)
-    text = QUOTED_SECRET.sub(_quoted, text)
-    return BARE_SECRET.sub(_bare, text)
+    text = AUTH_SCHEME.sub(_auth_scheme, text)
+    return _assignments(text)

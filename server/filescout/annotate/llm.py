@@ -3,6 +3,10 @@
 What reaches the model: the path, language and kind, the structural outline (summary, symbols,
 imports) and the first `file_tokens` tokens of content, all passed through `redact`. Sensitive
 files never get here. Several small files share one request to save the per-request overhead.
+
+The answer names each file by its path as the prompt shows it, which is the redacted path (a file
+named after a token is `[REDACTED].py` to the model), so answers are matched on that; files whose
+shown paths would be alike go to separate requests.
 """
 
 from __future__ import annotations
@@ -85,32 +89,46 @@ def excerpt(text: str, token_budget: int) -> tuple[str, str]:
     return head, f" (first {shown} of {total} lines; the outline covers the rest)"
 
 
+def shown_path(path: str) -> str:
+    """The path as the prompt shows it, and so as the answer names the file."""
+    return redact(path)
+
+
 def render_file(item: ModelInput, token_budget: int) -> str:
     content, note = excerpt(item.text, token_budget)
     outline = item.outline
-    lines = [f"### {item.path} ({item.language or 'text'}, {item.kind})", f"outline: {outline.summary}"]
+    header = f"### {shown_path(item.path)} ({item.language or 'text'}, {item.kind})"
+    lines = [f"outline: {outline.summary}"]
     if outline.symbols:
         lines.append("symbols: " + ", ".join(outline.symbols[:60]))
     if outline.imports:
         lines.append("imports: " + ", ".join(outline.imports[:30]))
     lines += [f"content{note}:", "```", content.rstrip(), "```"]
-    return redact("\n".join(lines))
+    body = "\n".join(lines)
+    return f"{header}\n{redact(body)}"
 
 
 def plan_requests(
     items: Sequence[ModelInput], *, file_tokens: int, request_tokens: int
 ) -> list[list[tuple[ModelInput, str]]]:
-    """Group rendered files into requests that stay within the input budget."""
+    """Group rendered files into requests that stay within the input budget, no two files in a
+    request shown under the same (redacted) path."""
     groups: list[list[tuple[ModelInput, str]]] = []
     current: list[tuple[ModelInput, str]] = []
+    shown: set[str] = set()
     size = estimate_tokens(SYSTEM_PROMPT)
     for item in items:
         rendered = render_file(item, file_tokens)
         cost = estimate_tokens(rendered)
-        if current and (size + cost > request_tokens or len(current) >= MAX_FILES_PER_REQUEST):
+        path = shown_path(item.path)
+        if current and (
+            size + cost > request_tokens or len(current) >= MAX_FILES_PER_REQUEST or path in shown
+        ):
             groups.append(current)
             current, size = [], estimate_tokens(SYSTEM_PROMPT)
+            shown = set()
         current.append((item, rendered))
+        shown.add(path)
         size += cost
     if current:
         groups.append(current)
@@ -200,7 +218,7 @@ class ModelAnnotator:
         malformed first try included."""
         share_in = answer.input_tokens // len(asked)
         share_out = answer.output_tokens // len(asked)
-        wanted = {item.path: item for item, _ in asked}
+        wanted = {shown_path(item.path): item for item, _ in asked}  # as the prompt named them
         for note in answer.value.files:
             item = wanted.pop(note.path, None)
             summary = clip(note.summary.strip(), SUMMARY_LIMIT)
@@ -214,4 +232,4 @@ class ModelAnnotator:
                 input_tokens=share_in,
                 output_tokens=share_out,
             )
-        return [(item, rendered) for item, rendered in asked if item.path in wanted]
+        return [(item, rendered) for item, rendered in asked if shown_path(item.path) in wanted]

@@ -3,7 +3,9 @@ parallel, then rank the promising ones in one call. Plus the optional tag-select
 widens the candidate pool before judging.
 
 The model sees the question, paths, summaries and tags — never file contents — all redacted.
-Every answer is decoded with msgspec; names of files that were not offered are dropped.
+Every answer is decoded with msgspec; names of files that were not offered are dropped. Answers
+name files by their paths as the listing shows them (redacted, so a file named after a token is
+`[REDACTED].py`), and are matched on that; paths that would be shown alike get a `#2` suffix.
 """
 
 from __future__ import annotations
@@ -97,10 +99,30 @@ class Verdict:
 LISTING_TAG = re.compile(r"</?\s*files\s*>", re.IGNORECASE)
 
 
-def describe(item: FileEntry) -> str:
+def shown_path(path: str) -> str:
+    """The path as a listing shows it: redacted, on one line, unable to end the listing."""
+    return " ".join(LISTING_TAG.sub("", redact(path)).split())
+
+
+def shown_paths(paths: Sequence[str]) -> list[str]:
+    """Each path as shown, made distinct where redaction made two alike: the answer names files
+    by what was shown."""
+    shown: list[str] = []
+    seen: set[str] = set()
+    for path in paths:
+        name, n = shown_path(path), 1
+        while name in seen:
+            n += 1
+            name = f"{shown_path(path)}#{n}"
+        seen.add(name)
+        shown.append(name)
+    return shown
+
+
+def describe(item: FileEntry, shown: str | None = None) -> str:
     tags = f" [{', '.join(item.tags)}]" if item.tags else ""
-    line = " ".join(f"- {item.path}: {item.shown_summary or '(no summary yet)'}{tags}".split())
-    return redact(LISTING_TAG.sub("", line))
+    about = " ".join(f"{item.shown_summary or '(no summary yet)'}{tags}".split())
+    return f"- {shown or shown_path(item.path)}: {redact(LISTING_TAG.sub('', about))}"
 
 
 def listing_block(lines: str) -> str:
@@ -134,12 +156,13 @@ def _question(system: str, user: str) -> list[dict[str, str]]:
 
 
 async def judge_chunk(client: Completes, question: str, items: Sequence[FileEntry]) -> list[Verdict]:
-    listing = "\n".join(describe(item) for item in items)
+    shown = shown_paths([item.path for item in items])
+    listing = "\n".join(describe(item, name) for item, name in zip(items, shown, strict=True))
     messages = _question(JUDGE_PROMPT, f"Request: {redact(question)}\n\nFiles:\n{listing_block(listing)}")
     answer = (
         await ask(client, messages, JudgeAnswer, name="judgement", max_output_tokens=40 * len(items) + 60)
     ).value
-    offered = {item.path: item for item in items}
+    offered = dict(zip(shown, items, strict=True))
     verdicts = []
     for judgement in answer.files:
         item = offered.pop(judgement.path, None)
@@ -170,14 +193,16 @@ async def judge(
 
 
 async def rank(client: Completes, question: str, verdicts: Sequence[Verdict]) -> list[Verdict]:
+    shown = shown_paths([verdict.item.path for verdict in verdicts])
     listing = "\n".join(
-        f"{describe(v.item)}\n  first judgement: {v.score:g}/10, {redact(v.reason)}" for v in verdicts
+        f"{describe(v.item, name)}\n  first judgement: {v.score:g}/10, {redact(v.reason)}"
+        for v, name in zip(verdicts, shown, strict=True)
     )
     messages = _question(FINAL_PROMPT, f"Request: {redact(question)}\n\nFiles:\n{listing_block(listing)}")
     answer = (
         await ask(client, messages, FinalAnswer, name="ranking", max_output_tokens=45 * len(verdicts) + 60)
     ).value
-    offered = {verdict.item.path: verdict for verdict in verdicts}
+    offered = dict(zip(shown, verdicts, strict=True))
     placed: list[Verdict] = []
     for entry in answer.files:
         verdict = offered.pop(entry.path, None)
