@@ -8,7 +8,7 @@ from typing import Annotated, Final, Union
 
 from msgspec import Meta, Struct
 
-from filescout_protocol.types import FileKind, FileOrder, FileStatus, Glob, RelativePath
+from filescout_protocol.types import MAX_TIME_MS, FileKind, FileOrder, FileStatus, Glob, RelativePath
 
 
 class Tool:
@@ -95,8 +95,11 @@ class ListFilesInput(_Input):
     languages: list[Annotated[str, Meta(min_length=1, max_length=50)]] = []
     status: list[FileStatus] = []
     changed_since: Annotated[
-        Union[Annotated[int, Meta(ge=0)], None],
-        Meta(description="Keep files modified at or after this time, ms since the epoch."),
+        Union[Annotated[int, Meta(ge=0, le=MAX_TIME_MS)], None],
+        Meta(
+            description="Keep files modified at or after this time, ms since the epoch "
+            "(at most 9223372036854)."
+        ),
     ] = None
     order_by: Union[FileOrder, None] = None
     limit: Annotated[int, Meta(ge=1, le=1000, description="Page size.")] = 100

@@ -14,6 +14,10 @@ from msgspec import Meta, Struct
 
 PROTOCOL_VERSION: Final = 1
 
+MAX_TIME_MS: Final = (2**63 - 1) // 1_000_000
+"""The latest time a filter may name, in milliseconds since the epoch (in 2262): the index keeps
+modification times as signed 64-bit nanoseconds."""
+
 ProgressToken = Union[int, str]
 
 FileStatus = Literal["pending", "annotated", "stale", "skipped"]
@@ -292,8 +296,11 @@ class GetFilesParams(_Params):
         ),
     ] = None
     changed_since: Annotated[
-        Union[Annotated[int, Meta(ge=0)], None],
-        Meta(description="Keep files modified at or after this time, milliseconds since the epoch."),
+        Union[Annotated[int, Meta(ge=0, le=MAX_TIME_MS)], None],
+        Meta(
+            description="Keep files modified at or after this time, milliseconds since the epoch "
+            "(at most 9223372036854, in 2262)."
+        ),
     ] = None
     status: list[FileStatus] = []
     kinds: Annotated[
@@ -546,6 +553,13 @@ class StatusResult(_Payload):
     model: Union[ModelStatus, None] = None
     shared_cache: Union[SharedCacheStatus, None] = None
     last_error: Union[str, None] = None
+    skipped_names: Annotated[
+        int,
+        Meta(
+            description="Files the last full scan left out because their names are not valid UTF-8 "
+            "(JSON cannot carry them); the server's log names them with `\\xNN` escapes."
+        ),
+    ] = 0
 
 
 class AnnotateParams(_Params):

@@ -78,7 +78,9 @@ async def _with_workspace(path: str, refresh: bool, action: Callable[[Workspace]
     try:
         for warning in engine.warnings:
             print(f"filescout: {warning}", file=sys.stderr)
-        if refresh and engine.role == "reader":
+        if refresh and engine.unwritable is not None:
+            pass  # the warning above says why nothing is indexed
+        elif refresh and engine.role == "reader":
             print(
                 f"filescout: another filescout process (pid {engine.writer_pid}) is "
                 "indexing this workspace; answering from its index",
@@ -100,7 +102,13 @@ async def _index(engine: Workspace) -> int:
     print(f"{status.files} files in {status.db_path}")
     for name, count in sorted(status.by_status.items()):
         print(f"  {name:<10} {count}")
+    _print_skipped_names(status.skipped_names)
     return 0
+
+
+def _print_skipped_names(count: int) -> None:
+    if count:
+        print(f"  {count} files left out: their names are not valid UTF-8 (the warning above names them)")
 
 
 def _files(args: argparse.Namespace) -> Callable[[Workspace], Awaitable[int]]:
@@ -198,6 +206,8 @@ async def _status(engine: Workspace, as_json: bool) -> int:
         print(f"  {name:<10} {count}")
     for name, count in sorted(status.by_kind.items()):
         print(f"  {name:<10} {count}  (kind)")
+    if status.skipped_names:
+        print(f"  {status.skipped_names} files left out: their names are not valid UTF-8")
     return 0
 
 

@@ -44,6 +44,38 @@ class ScanBatch:
 class Listing:
     paths: list[str]
     source: str
+    undecodable: list[str] = field(default_factory=list)
+    """Files left out because their names are not valid UTF-8: neither SQLite's text nor JSON
+    can carry them. Each is a str with surrogate escapes (`printable` shows it)."""
+
+
+def printable(path: str) -> str:
+    """A path for messages: bytes that are not UTF-8 shown as `\\xNN` escapes."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def is_utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def split_undecodable(paths: list[str]) -> tuple[list[str], list[str]]:
+    """(paths with UTF-8 names, the others). One encode of the whole listing answers the
+    usual case, where every name is UTF-8."""
+    try:
+        "\0".join(paths).encode("utf-8")
+    except UnicodeEncodeError:
+        pass
+    else:
+        return paths, []
+    good: list[str] = []
+    bad: list[str] = []
+    for path in paths:
+        (good if is_utf8(path) else bad).append(path)
+    return good, bad
 
 
 def content_hash(data: bytes) -> str:
@@ -168,11 +200,14 @@ def walk(root: Path, rules: IgnoreRules) -> list[str]:
 def enumerate_files(
     root: Path, rules: IgnoreRules, vetted: Callable[[], Container[str]] | None = None
 ) -> Listing:
-    """Workspace-relative paths of candidate files, and how they were found."""
+    """Workspace-relative paths of candidate files, and how they were found. Names that are not
+    valid UTF-8 are set aside, so one such file never stops a pass."""
     listed = git_ls_files(root, rules, vetted)
+    source = "git"
     if listed is None:
-        return Listing(walk(root, rules), "walk")
-    return Listing(listed, "git")
+        listed, source = walk(root, rules), "walk"
+    paths, undecodable = split_undecodable(listed)
+    return Listing(paths, source, undecodable)
 
 
 def stat_inside(root: str, relative: str, *, check_parents: bool = False) -> os.stat_result | None:
@@ -305,7 +340,7 @@ def scan_paths(
     now-ignored ones are reported removed."""
     base = str(root)
     batch = ScanBatch()
-    candidates = list(dict.fromkeys(paths))
+    candidates = [path for path in dict.fromkeys(paths) if is_utf8(path)]  # as a full scan does
     # Indexed paths passed the rules already (a rule change triggers a full rescan instead).
     ignored = git_check_ignore(root, [p for p in candidates if p not in known]) if git_mode else set()
     for relative in candidates:

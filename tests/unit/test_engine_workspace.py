@@ -122,3 +122,15 @@ async def test_touch_records_use_and_annotate_now_answers(indexed) -> None:
     assert [item.status for item in items] == ["annotated"]
     with pytest.raises(InvalidParams, match="not in the index"):
         await engine.annotate_now(["missing.py"], timeout=1)
+
+
+async def test_a_reindex_replaced_before_it_began_still_answers(indexed) -> None:
+    engine, _ = indexed
+    engine.start_indexing("index")
+    reindex = asyncio.ensure_future(engine.reindex())
+    await asyncio.sleep(0)
+    engine.start_indexing("index")  # replaces the reindex's pass while it waits for the first
+    done, _ = await asyncio.wait({reindex}, timeout=10)
+    assert done, "reindex never answered"
+    assert reindex.result().files > 0  # answered with the scan of the pass that replaced it
+    await engine.wait_idle()

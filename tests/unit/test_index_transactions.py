@@ -12,7 +12,6 @@ async def test_repeated_cancellation_never_leaves_a_transaction_open(tmp_path: P
     index = await Index.open(tmp_path / "index.sqlite3")
     try:
         for attempt in range(30):
-
             task = asyncio.ensure_future(index.access.record([f"file{attempt}.py"], weight=1.0))
             for _ in range(attempt % 4):  # let it get as far as BEGIN, or further
                 await asyncio.sleep(0)

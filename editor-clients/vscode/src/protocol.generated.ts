@@ -138,7 +138,7 @@ export interface GetFilesParams {
    */
   query?: string | null;
   /**
-   * Keep files modified at or after this time, milliseconds since the epoch.
+   * Keep files modified at or after this time, milliseconds since the epoch (at most 9223372036854, in 2262).
    */
   changedSince?: number | null;
   status?: ("annotated" | "pending" | "skipped" | "stale")[];
@@ -478,4 +478,8 @@ export interface StatusResult {
   model?: ModelStatus | null;
   sharedCache?: SharedCacheStatus | null;
   lastError?: string | null;
+  /**
+   * Files the last full scan left out because their names are not valid UTF-8 (JSON cannot carry them); the server's log names them with `\xNN` escapes.
+   */
+  skippedNames?: number;
 }

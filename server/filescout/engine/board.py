@@ -3,13 +3,17 @@ from the index, so nothing here can fall out of sync with it."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from filescout.engine.background import Background
+from filescout.engine.faults import disk_full_message, is_disk_full
 from filescout.engine.hooks import StatusListener
 from filescout.index import Index
 from filescout.records import IndexPhase
 from filescout_protocol.types import IndexStatus
+
+log = logging.getLogger(__name__)
 
 
 class StatusBoard:
@@ -31,6 +35,23 @@ class StatusBoard:
         self._listener = listener
         self._background = background
         self._current = current_annotator
+        self._full_said = False
+
+    def storage_fault(self, exc: BaseException) -> str | None:
+        """When `exc` is the disk under the index filling up: record it as the last error, log
+        it the first time (not once per batch, file or pass), and return the message. None for
+        any other error, which remains the caller's to report."""
+        if not is_disk_full(exc):
+            return None
+        self.last_error = disk_full_message(self._index.path)
+        if not self._full_said:
+            self._full_said = True
+            log.error("%s", self.last_error)
+        return self.last_error
+
+    def storage_recovered(self) -> None:
+        """A pass stored everything: a full disk, should it come back, is news again."""
+        self._full_said = False
 
     def set_phase(self, phase: IndexPhase, message: str | None = None) -> None:
         self.phase = phase

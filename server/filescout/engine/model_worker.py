@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from filescout.annotate.llm import MAX_FILES_PER_REQUEST, ModelAnnotator, ModelInput
@@ -17,7 +18,7 @@ from filescout.model import Budget, BudgetSpent, ModelClient, ModelError, ModelR
 from filescout.progress import ProgressReporter
 from filescout.records import Annotation, PendingFile
 from filescout.schedule import NEIGHBOUR, AnnotationQueue
-from filescout.shared_cache import SharedCache
+from filescout.shared_cache import SharedCache, driver_missing
 from filescout_protocol.types import Settings
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,13 @@ STOPPING_ERRORS = (ModelUnavailable, BudgetSpent, ModelRefused)
 
 class ModelWorker:
     def __init__(
-        self, root: Path, index: Index, structural: StructuralAnnotator, hooks: Hooks, rescan: Rescan
+        self,
+        root: Path,
+        index: Index,
+        structural: StructuralAnnotator,
+        hooks: Hooks,
+        rescan: Rescan,
+        storage_fault: Callable[[BaseException], str | None] = lambda exc: None,
     ) -> None:
         self.annotator: ModelAnnotator | None = None
         self.queue = AnnotationQueue()
@@ -40,6 +47,7 @@ class ModelWorker:
         """Content hashes the model answered without a usable annotation; not asked again."""
         self.in_flight = 0
         """Files taken from the queue whose annotation has not landed or gone back yet."""
+        self._configuring = asyncio.Lock()
         self.shared: SharedCache | None = None
         """The team's cache of model annotations, looked up before the model is asked."""
         self._skipped: str | None = None
@@ -49,13 +57,20 @@ class ModelWorker:
         self._structural = structural
         self._hooks = hooks
         self._rescan = rescan
+        self._storage_fault = storage_fault
+        """Says (once) when the disk under the index is full; None for other errors."""
 
     @property
     def active(self) -> bool:
         return self.task is not None and not self.task.done()
 
     async def configure(self, settings: Settings, warnings: list[str]) -> None:
-        """Set up (or take down) model annotation from the settings; a writer's job."""
+        """Set up (or take down) model annotation from the settings; a writer's job. One
+        configuration at a time: settings may change twice in quick succession."""
+        async with self._configuring:
+            await self._configure(settings, warnings)
+
+    async def _configure(self, settings: Settings, warnings: list[str]) -> None:
         await self.retire()
         model = settings.model
         if model.model and not settings.privacy_mode and self._index.writable:
@@ -72,8 +87,12 @@ class ModelWorker:
                 log.info("model annotation on: %s", self.annotator.id)
         shared = settings.shared_cache
         if self.annotator is not None and shared.url and shared.mode != "off":
-            self.shared = SharedCache(shared)
-            log.info("shared annotation cache: %s (%s)", self.shared.location, shared.mode)
+            if (missing := driver_missing()) is not None:
+                log.warning("%s", missing)
+                warnings.append(missing)
+            else:
+                self.shared = SharedCache(shared)
+                log.info("shared annotation cache: %s (%s)", self.shared.location, shared.mode)
         self.queue = AnnotationQueue()
         self.gave_up.clear()
 
@@ -152,8 +171,10 @@ class ModelWorker:
                 total = done + len(self.queue)
                 reporter.report(f"{done}/{total} files", 100 * done // max(total, 1))
         except Exception as exc:  # a defect, not the endpoint (those come back as ModelError)
-            log.exception("model annotation failed")
-            self.message = f"model annotation failed: {type(exc).__name__}: {exc}"
+            full = self._storage_fault(exc)
+            if full is None:
+                log.exception("model annotation failed")
+            self.message = full or f"model annotation failed: {type(exc).__name__}: {exc}"
         finally:
             self.in_flight = 0
             if reporter is not None:
@@ -183,9 +204,9 @@ class ModelWorker:
             for item, annotation in zip(inputs, annotations, strict=True)
             if annotation is not None
         ]
+        await self._index.annotations.save(model.id, saved, replace=True)  # paid for: kept first
         if self.shared is not None:
             await self.shared.store(model.id, saved)
-        await self._index.annotations.save(model.id, saved, replace=True)
         unanswered = [
             item for item, annotation in zip(inputs, annotations, strict=True) if annotation is None
         ]
@@ -207,11 +228,20 @@ class ModelWorker:
         return len(saved) + len(from_cache), False
 
     async def _from_shared_cache(self, model: ModelAnnotator, pending: Sequence[PendingFile]) -> set[str]:
-        """Store what the team's cache has for these contents; their hashes."""
+        """Store what the team's cache has for these contents; their hashes. The summary and
+        tags are the team's; symbols and imports come from this machine's own outline of the
+        same content, so nobody else's list can steer the ranking."""
         if self.shared is None:
             return set()
         found = await self.shared.lookup(model.id, [item.hash for item in pending])
-        await self._index.annotations.save(model.id, list(found.items()), replace=True)
+        if not found:
+            return set()
+        outlined = await self._inputs([item for item in pending if item.hash in found])
+        kept = [
+            (item.hash, replace(found[item.hash], symbols=item.outline.symbols, imports=item.outline.imports))
+            for item in outlined
+        ]
+        await self._index.annotations.save(model.id, kept, replace=True)
         return set(found)
 
     async def _inputs(self, pending: Sequence[PendingFile]) -> list[ModelInput]:

@@ -21,23 +21,39 @@ from filescout.engine.board import StatusBoard
 from filescout.engine.hooks import Hooks
 from filescout.engine.scheduler import Scheduler
 from filescout.engine.structural_worker import SCAN_SHARE, PassProgress
+from filescout.errors import WorkspaceUnavailable
 from filescout.ignore import FILESCOUTIGNORE, IgnoreRules
 from filescout.index import Index
 from filescout.progress import NullProgress, ProgressReporter
 from filescout.records import KnownFile, ScanTotals
-from filescout.scan import Listing, ScanBatch, enumerate_files, scan, scan_paths
+from filescout.scan import Listing, ScanBatch, enumerate_files, printable, scan, scan_paths
 from filescout.schedule import TOUCHED
 from filescout_protocol.types import Settings
 
 log = logging.getLogger(__name__)
 
 RULES_FINGERPRINT = "rules_fingerprint"
+SKIPPED_NAMES = "skipped_names"
+"""How many files the last full scan left out because their names are not UTF-8."""
+NAMED_IN_WARNING = 20
 RULE_FILES = frozenset({".gitignore", FILESCOUTIGNORE, CONFIG_FILE})
 HANDOFF_DEPTH = 4  # scan batches waiting for the event loop
 
 
 def utc_now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _pass_on(target: asyncio.Future[Any], source: asyncio.Future[Any]) -> None:
+    """Resolve `target` as `source` was resolved."""
+    if target.done():
+        return
+    if source.cancelled():
+        target.cancel()
+    elif (error := source.exception()) is not None:
+        target.set_exception(error)
+    else:
+        target.set_result(source.result())
 
 
 def _settle(target: concurrent.futures.Future[Any], source: asyncio.Future[Any]) -> None:
@@ -63,12 +79,15 @@ class Indexer:
         self.root = root
         self.settings = settings
         self.task: asyncio.Task[None] | None = None
+        self._scanned: asyncio.Future[ScanTotals] | None = None
         self._index = index
         self._scheduler = scheduler
         self._board = board
         self._hooks = hooks
         self._rules: IgnoreRules | None = None
         self._git_mode = False
+        self._undecodable: frozenset[str] = frozenset()
+        """The names the last listing set aside; each new set is logged once."""
 
     @property
     def idle(self) -> bool:
@@ -84,9 +103,13 @@ class Indexer:
         if self._board.closed or not self._index.writable:
             scanned.cancel()
             return scanned
-        previous = self.task
+        previous, replaced = self.task, self._scanned
         if previous is not None and not previous.done():
             previous.cancel()
+            if replaced is not None and not replaced.done():
+                # Whoever waits for the replaced pass's scan gets this one's.
+                scanned.add_done_callback(functools.partial(_pass_on, replaced))
+        self._scanned = scanned
         self.task = asyncio.create_task(self._run(kind, quiet, scanned, previous), name=f"filescout-{kind}")
         return scanned
 
@@ -115,6 +138,8 @@ class Indexer:
             outcome = f"{result.files} files indexed, {progress.annotated} annotated"
             if board.last_error:
                 outcome += f"; {board.last_error}"
+            else:
+                board.storage_recovered()
             board.in_pass = False
             board.set_phase("idle", outcome)
         except asyncio.CancelledError:
@@ -124,13 +149,15 @@ class Indexer:
                 scanned.cancel()
             raise
         except Exception as exc:
-            log.exception("indexing failed")
-            board.last_error = f"{type(exc).__name__}: {exc}"
+            full = board.storage_fault(exc)
+            if full is None:
+                log.exception("indexing failed")
+                board.last_error = f"{type(exc).__name__}: {exc}"
             outcome = f"indexing failed: {board.last_error}"
             board.in_pass = False
             board.set_phase("failed", outcome)
             if not scanned.done():
-                scanned.set_exception(exc)
+                scanned.set_exception(WorkspaceUnavailable(full) if full is not None else exc)
         finally:
             reporter.end(outcome)
             if self._scheduler.structural.progress is progress:
@@ -175,6 +202,7 @@ class Indexer:
             await asyncio.gather(loading, return_exceptions=True)
         if totals.changed or totals.removed:
             await self._index.contents.drop_orphans()
+        await self._index.meta.set(SKIPPED_NAMES, str(len(self._undecodable)))
         await self._index.meta.set("last_scan", utc_now())
         await self._index.meta.set(RULES_FINGERPRINT, rules.fingerprint)
         totals = dataclasses.replace(
@@ -195,8 +223,21 @@ class Indexer:
         return totals
 
     def listed(self, listing: Listing, rules: IgnoreRules) -> None:
-        """Remember how the last full scan listed the tree, for rescans of single paths."""
+        """Remember how the last full scan listed the tree, for rescans of single paths; say
+        once which files it had to leave out."""
         self._rules, self._git_mode = rules, listing.source == "git"
+        undecodable = frozenset(listing.undecodable)
+        if undecodable and undecodable != self._undecodable:
+            names = sorted(printable(path) for path in undecodable)
+            more = len(names) - NAMED_IN_WARNING
+            log.warning(
+                "%d files left out of the index: their names are not valid UTF-8 (renaming them "
+                "brings them in): %s%s",
+                len(names),
+                ", ".join(names[:NAMED_IN_WARNING]),
+                f" and {more} more" if more > 0 else "",
+            )
+        self._undecodable = undecodable
 
     async def refresh(self, paths: Sequence[str]) -> ScanBatch | None:
         """Re-examine files the editor reports as saved, created, changed or deleted; what
@@ -220,9 +261,14 @@ class Indexer:
             max_file_size=self.settings.max_file_size,
         )
         if batch.changed or batch.removed:
-            await self._index.files.apply_changes(
-                batch.changed, batch.removed, current=self._scheduler.current
-            )
+            try:
+                await self._index.files.apply_changes(
+                    batch.changed, batch.removed, current=self._scheduler.current
+                )
+            except Exception as exc:
+                if self._board.storage_fault(exc) is None:
+                    raise
+                return None
             self._scheduler.queue([item.path for item in batch.changed], TOUCHED)
             self._scheduler.ensure_draining()
         return batch

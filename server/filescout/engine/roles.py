@@ -12,6 +12,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
+from filescout.engine.faults import (
+    FULL_ERRNOS,
+    UNWRITABLE_ERRNOS,
+    cannot_write_message,
+    disk_full_message,
+    is_disk_full,
+)
 from filescout.errors import ReadOnly, WorkspaceUnavailable
 from filescout.index import Index
 from filescout.lock import WriterLock
@@ -28,12 +35,19 @@ def lock_path(db_path: Path) -> Path:
     return db_path.with_name(db_path.name + ".lock")
 
 
+class IndexFull(WorkspaceUnavailable):
+    """The disk under the index is full: opening it for writing failed, not the index."""
+
+
 async def open_for_writing(path: Path, warnings: list[str]) -> Index:
     """Open the index for writing; a corrupt, foreign or newer index is moved aside and
-    rebuilt (with a warning), since the index is only a cache of the workspace."""
+    rebuilt (with a warning), since the index is only a cache of the workspace. A full disk
+    is not the index's fault: it stays where it is."""
     try:
         return await Index.open(path)
     except Exception as exc:  # IndexUnusable, sqlite3.DatabaseError and friends
+        if is_disk_full(exc):
+            raise IndexFull(disk_full_message(path)) from exc
         if not path.exists():
             raise WorkspaceUnavailable(f"cannot create the index at {path}: {exc}") from exc
         aside = path.with_name(f"{path.name}.unusable-{int(time.time())}")
@@ -68,9 +82,13 @@ async def open_for_reading(path: Path, timeout: float = READER_OPEN_TIMEOUT) -> 
 class Roles:
     """The writer lock, the role it gives this process, and the hand-over between roles."""
 
-    def __init__(self, index: Index, lock: WriterLock, warnings: list[str]) -> None:
+    def __init__(
+        self, index: Index, lock: WriterLock, warnings: list[str], *, unwritable: str | None = None
+    ) -> None:
         self.index = index
         self.lock = lock
+        self.unwritable = unwritable
+        """Why this process can never write the index (its storage refuses writes), if so."""
         self._warnings = warnings
         self._access_backlog: dict[str, float] = {}
         """Accesses a reader saw, by path, for the index once this process writes it."""
@@ -82,24 +100,45 @@ class Roles:
         try:
             writer = lock.try_acquire()
         except OSError as exc:
+            # Reads need no lock: an index that exists is served even where nothing can be written.
+            if exc.errno in UNWRITABLE_ERRNOS | FULL_ERRNOS and db_path.exists():
+                return await cls._unwritable(db_path, lock, warnings, cannot_write_message(db_path, exc))
             raise WorkspaceUnavailable(f"cannot use {db_path.parent}: {exc}") from exc
         if not writer:
             log.info("another filescout process (pid %s) writes this index; serving reads", lock.holder())
             return cls(await open_for_reading(db_path), lock, warnings)
         try:
             return cls(await open_for_writing(db_path, warnings), lock, warnings)
+        except IndexFull as exc:
+            lock.release()
+            return await cls._unwritable(db_path, lock, warnings, str(exc))
         except BaseException:
             lock.release()  # let another window try, instead of waiting on us forever
             raise
+
+    @classmethod
+    async def _unwritable(cls, db_path: Path, lock: WriterLock, warnings: list[str], reason: str) -> Roles:
+        """Serve the index read-only for good, saying why."""
+        try:
+            index = await Index.open_unwritable(db_path)
+        except Exception as exc:
+            raise WorkspaceUnavailable(f"{reason}; and it cannot be read either: {exc}") from exc
+        log.warning("%s", reason)
+        warnings.append(reason)
+        return cls(index, lock, warnings, unwritable=reason)
 
     @property
     def role(self) -> Role:
         return "writer" if self.index.writable else "reader"
 
     def writer_pid(self) -> int | None:
+        if self.unwritable is not None:
+            return None
         return os.getpid() if self.index.writable else self.lock.holder()
 
     def require_writer(self, action: str) -> None:
+        if self.unwritable is not None:
+            raise ReadOnly(f"{action}: {self.unwritable}")
         if not self.index.writable:
             raise ReadOnly(
                 f"{action}: another filescout process (pid {self.lock.holder()}) "
@@ -119,10 +158,14 @@ class Roles:
         self, became_writer: Callable[[], Awaitable[None]], closed: Callable[[], bool]
     ) -> None:
         """Serve reads until the writer goes away, then become the writer and call
-        `became_writer`."""
-        while not closed():
+        `became_writer`. An index on storage that refuses writes is never taken over."""
+        while self.unwritable is None and not closed():
             await asyncio.sleep(TAKEOVER_INTERVAL)
-            if not self.lock.try_acquire():
+            try:
+                if not self.lock.try_acquire():
+                    continue
+            except OSError as exc:  # the lock's directory went away or became read-only
+                log.debug("cannot take the writer lock: %s", exc)
                 continue
             log.info("the other filescout process has exited; this one now indexes")
             try:

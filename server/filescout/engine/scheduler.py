@@ -46,7 +46,9 @@ class Scheduler:
             shows_structural=lambda: self.model.annotator is None,
             cancel_backlog=self._cancel_backlog,
         )
-        self.model = ModelWorker(root, self._index, self.structural.annotator, hooks, rescan)
+        self.model = ModelWorker(
+            root, self._index, self.structural.annotator, hooks, rescan, storage_fault=board.storage_fault
+        )
         self._touched_unindexed: dict[str, None] = {}
         """Files touched before the first scan stored them."""
 
@@ -99,7 +101,7 @@ class Scheduler:
         self._touched_unindexed.update(dict.fromkeys(set(paths) - set(existing)))
         self.queue(reversed(existing), TOUCHED)
         if record:
-            await self._roles.record_access(existing, weight=weight)
+            await self._record_access(existing, weight=weight)
         self.ensure_draining()
         self._background.spawn(self._queue_neighbours(existing))
 
@@ -108,7 +110,15 @@ class Scheduler:
         the first few (lightly) as used."""
         self.queue(paths, NEIGHBOUR)
         self.ensure_draining()
-        await self._roles.record_access(list(paths[:recorded]), weight=weight)
+        await self._record_access(list(paths[:recorded]), weight=weight)
+
+    async def _record_access(self, paths: Sequence[str], *, weight: float) -> None:
+        """Count a use; on a full disk the count is lost, never the request that made it."""
+        try:
+            await self._roles.record_access(paths, weight=weight)
+        except Exception as exc:
+            if self._board.storage_fault(exc) is None:
+                raise
 
     async def wait_annotated(self, paths: Sequence[str], *, timeout: float) -> dict[str, FileEntry]:
         """Poll until `paths` show the current annotator's annotation, the model cannot

@@ -10,6 +10,7 @@ from filescout import __version__
 from filescout.annotate.llm import OUTPUT_TOKENS_PER_FILE
 from filescout.engine.board import StatusBoard
 from filescout.engine.model_worker import ModelWorker
+from filescout.engine.passes import SKIPPED_NAMES
 from filescout.engine.roles import Roles
 from filescout.engine.scheduler import Scheduler
 from filescout.index import Index
@@ -43,6 +44,7 @@ async def workspace_status(
         model=await model_status(scheduler.model, settings, index, scheduler.structural.id),
         shared_cache=scheduler.model.shared.status() if scheduler.model.shared is not None else None,
         last_error=board.last_error,
+        skipped_names=int(await index.meta.get(SKIPPED_NAMES) or 0),
     )
 
 

@@ -114,8 +114,9 @@ class StructuralWorker:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.exception("annotation failed")
-            board.last_error = f"{type(exc).__name__}: {exc}"
+            if board.storage_fault(exc) is None:
+                log.exception("annotation failed")
+                board.last_error = f"{type(exc).__name__}: {exc}"
         finally:
             if announced and board.phase == "annotating" and not board.in_pass:
                 board.set_phase("idle")

@@ -79,6 +79,8 @@ class Workspace:
         env: Mapping[str, str] = os.environ,
         hooks: Hooks | None = None,
     ) -> Workspace:
+        if "\0" in str(root):
+            raise WorkspaceUnavailable(f"workspace root {str(root)!r} contains a NUL character")
         root = root.expanduser().resolve()
         if not root.is_dir():
             raise WorkspaceUnavailable(f"workspace root {root} is not a directory")
@@ -109,6 +111,11 @@ class Workspace:
     @property
     def writer_pid(self) -> int | None:
         return self._roles.writer_pid()
+
+    @property
+    def unwritable(self) -> str | None:
+        """Why this process can never write the index (its storage refuses writes), if so."""
+        return self._roles.unwritable
 
     @property
     def phase(self) -> IndexPhase:

@@ -49,6 +49,11 @@ class Index:
         """Open an index another process writes."""
         return cls(await Database.open_readonly(path))
 
+    @classmethod
+    async def open_unwritable(cls, path: Path) -> Index:
+        """Open an index on storage this process cannot write."""
+        return cls(await Database.open_unwritable(path))
+
     @property
     def path(self) -> Path:
         return self.db.path

@@ -71,6 +71,30 @@ def prefix_range(prefix: str) -> tuple[str, str]:
     return prefix + "/", prefix + "0"
 
 
+# Up to this many prefixes, one OR of ranges: SQLite then walks the path index in order, the
+# fastest plan for a listing. Each alternative deepens the expression tree, which SQLite caps at
+# 1,000, so longer lists become a table of prefixes joined with the range condition (each prefix
+# one index search; the matches are sorted per page).
+PREFIX_CHAIN_LIMIT = 100
+PREFIX_TABLE_SQL = """
+    (f.path IN (SELECT value FROM json_each(:prefixes))
+     OR f.path IN (SELECT inside.path FROM json_each(:prefixes) AS prefix
+                   JOIN files AS inside
+                   ON inside.path > prefix.value || '/' AND inside.path < prefix.value || '0'))
+"""
+
+
+def covering_prefixes(prefixes: Iterable[str]) -> list[str]:
+    """The prefixes no other one contains (`src` covers `src/app`), sorted: fewer conditions,
+    and ranges that never overlap."""
+    kept: set[str] = set()
+    for prefix in sorted(set(prefixes), key=lambda value: (value.count("/"), value)):
+        parts = prefix.split("/")
+        if not any("/".join(parts[:depth]) in kept for depth in range(1, len(parts))):
+            kept.add(prefix)
+    return sorted(kept)
+
+
 @dataclass(frozen=True)
 class FileFilter:
     """Conditions on files that SQLite evaluates (globs are matched afterwards, in Python)."""
@@ -88,14 +112,18 @@ class FileFilter:
     def sql(self, current_annotator: str) -> tuple[list[str], dict[str, object]]:
         conditions: list[str] = []
         params: dict[str, object] = {"current": current_annotator}
-        alternatives = []
-        for index, prefix in enumerate(self.prefixes):
-            low, high = prefix_range(prefix)
-            params[f"exact{index}"], params[f"low{index}"], params[f"high{index}"] = prefix, low, high
-            alternatives.append(
-                f"(f.path = :exact{index} OR (f.path > :low{index} AND f.path < :high{index}))"
-            )
-        if alternatives:
+        prefixes = covering_prefixes(self.prefixes)
+        if len(prefixes) > PREFIX_CHAIN_LIMIT:
+            params["prefixes"] = json_list(prefixes)
+            conditions.append(PREFIX_TABLE_SQL)
+        elif prefixes:
+            alternatives = []
+            for index, prefix in enumerate(prefixes):
+                low, high = prefix_range(prefix)
+                params[f"exact{index}"], params[f"low{index}"], params[f"high{index}"] = prefix, low, high
+                alternatives.append(
+                    f"(f.path = :exact{index} OR (f.path > :low{index} AND f.path < :high{index}))"
+                )
             conditions.append("(" + " OR ".join(alternatives) + ")")
         for name, values, column in (
             ("kinds", self.kinds, "f.kind"),
