@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from support import SAMPLE_BINARY, SAMPLE_FILES, make_workspace
+from support import SAMPLE_BINARY, SAMPLE_FILES, make_large_workspace, make_workspace
 
 
 @pytest.fixture
@@ -152,3 +152,15 @@ def test_serve_over_tcp(tmp_path: Path, workspace: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_output_cut_short_by_its_reader_ends_quietly(run, tmp_path: Path) -> None:
+    many = make_large_workspace(tmp_path / "many", 3000)  # more output than a pipe holds
+    assert run("index", str(many)).returncode == 0
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "FILESCOUT_CACHE_DIR": ""}
+    command = f"{sys.executable} -m filescout files {many} --no-refresh | head -1"
+    result = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert result.stdout.count("\n") == 1
