@@ -313,8 +313,9 @@ class Catalogue:
     async def entries_with_symbols(
         self, paths: Sequence[str], *, current: str
     ) -> dict[str, tuple[FileEntry, list[str]]]:
-        """Each file's entry and the symbols its annotation defines, for scoring candidates."""
-        rows = await self._db.reader.execute_fetchall(
+        """Each file's entry and the symbols its annotation defines, for scoring candidates (on
+        the questions' connection, with their searches)."""
+        rows = await self._db.search_reader.execute_fetchall(
             f"""
             SELECT {ENTRY_COLUMNS}, COALESCE(a.symbols, '[]')
             FROM files AS f LEFT JOIN annotations AS a ON a.hash = f.hash AND a.annotator = f.annotator

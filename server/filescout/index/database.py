@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5000
 # Page caches. The default 2 MB makes every question reread the full-text indexes; the writer
-# mostly appends, so it gets less. The three together bound the index's share of memory.
+# mostly appends, so it gets less. The four together bound the index's share of memory.
+READERS = 3
 READER_CACHE_KIB = 16_000
 WRITER_CACHE_KIB = 8_000
 
@@ -43,20 +44,24 @@ class IndexUnusable(Exception):
 
 
 class Database:
-    """The three connections of one index file."""
+    """The connections of one index file: a writer and three readers, each with its own
+    thread. Questions' full-text searches take `search_reader` and `content_reader` (side by
+    side), so the listings, counts and lookups a client waits on (`reader`) never queue
+    behind a burst of questions."""
 
     def __init__(
         self,
         path: Path,
         writer: aiosqlite.Connection | None,
         reader: aiosqlite.Connection,
+        search_reader: aiosqlite.Connection,
         content_reader: aiosqlite.Connection,
     ) -> None:
         self.path = path
         self._writer = writer
         self.reader = reader
+        self.search_reader = search_reader
         self.content_reader = content_reader
-        """A second reader, so the two full-text searches of a question run side by side."""
         self._write_lock = asyncio.Lock()
 
     @classmethod
@@ -71,8 +76,8 @@ class Database:
         try:
             await _configure(writer, WRITER_CACHE_KIB)
             await _migrate(writer)
-            readers.append(await _open_reader(path))
-            readers.append(await _open_reader(path))
+            for _ in range(READERS):
+                readers.append(await _open_reader(path))
         except BaseException:
             for connection in (writer, *readers):
                 await connection.close()
@@ -90,7 +95,8 @@ class Database:
             version = await _schema_version(readers[0])
             if version != SCHEMA_VERSION:
                 raise IndexUnusable(f"index schema {version}, this filescout reads {SCHEMA_VERSION}")
-            readers.append(await _open_reader(path))
+            for _ in range(READERS - 1):
+                readers.append(await _open_reader(path))
         except BaseException:
             for connection in readers:
                 await connection.close()
@@ -110,7 +116,8 @@ class Database:
             version = await _schema_version(readers[0])
             if version != SCHEMA_VERSION:
                 raise IndexUnusable(f"index schema {version}, this filescout reads {SCHEMA_VERSION}")
-            readers.append(await _open_unwritable_reader(path))
+            for _ in range(READERS - 1):
+                readers.append(await _open_unwritable_reader(path))
         except BaseException:
             for connection in readers:
                 await connection.close()
@@ -123,16 +130,17 @@ class Database:
 
     @property
     def _connections(self) -> tuple[aiosqlite.Connection | None, ...]:
-        return (self.content_reader, self.reader, self._writer)
+        return (self.content_reader, self.search_reader, self.reader, self._writer)
 
     async def adopt(self, other: Database) -> None:
         """Take over `other`'s connections (a reader becoming the writer), closing ours: every
         room keeps its reference to this object and sees the new connections at once."""
         async with self._write_lock:
             previous = self._connections
-            self._writer, self.reader, self.content_reader = (
+            self._writer, self.reader, self.search_reader, self.content_reader = (
                 other._writer,
                 other.reader,
+                other.search_reader,
                 other.content_reader,
             )
         for connection in previous:

@@ -72,7 +72,7 @@ class DescriptionIndex:
     async def search(self, match: str, *, limit: int, weights: DescriptionWeights) -> list[SearchHit]:
         """BM25 with column weights (SQLite ranks lower-is-better; returned as a positive
         score, higher is better)."""
-        rows = await self._db.reader.execute_fetchall(
+        rows = await self._db.search_reader.execute_fetchall(
             f"""
             SELECT f.path, hit.score, f.kind, ac.rank FROM (
                 SELECT rowid, bm25(files_fts, {", ".join(str(float(w)) for w in weights)}) AS score
@@ -134,8 +134,8 @@ class ContentIndex:
     async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(indexed contents, how many contain each term): to drop terms too common to tell
         files apart before they cost a scan of most of the index."""
-        ((count,),) = await self._db.reader.execute_fetchall("SELECT count(*) FROM contents")
-        rows = await self._db.reader.execute_fetchall(
+        ((count,),) = await self._db.search_reader.execute_fetchall("SELECT count(*) FROM contents")
+        rows = await self._db.search_reader.execute_fetchall(
             "SELECT term, doc FROM body_terms WHERE term IN (SELECT value FROM json_each(?))",
             (json_list(terms),),
         )
