@@ -25,10 +25,14 @@ log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5000
 # Page caches. The default 2 MB makes every question reread the full-text indexes; the writer
-# mostly appends, so it gets less. The four together bound the index's share of memory.
-READERS = 3
+# mostly appends, so it gets less; so does the reader for listings. Together they bound the index's
+# share of memory at 48 MB.
 READER_CACHE_KIB = 16_000
 WRITER_CACHE_KIB = 8_000
+READER_CACHES_KIB = (WRITER_CACHE_KIB, READER_CACHE_KIB, READER_CACHE_KIB)
+"""The client-facing reader (listings, counts) reads rows in order and needs less than the two
+that run the questions' full-text searches."""
+READERS = len(READER_CACHES_KIB)
 
 _encode = msgspec.json.encode
 
@@ -76,8 +80,8 @@ class Database:
         try:
             await _configure(writer, WRITER_CACHE_KIB)
             await _migrate(writer)
-            for _ in range(READERS):
-                readers.append(await _open_reader(path))
+            for cache_kib in READER_CACHES_KIB:
+                readers.append(await _open_reader(path, cache_kib))
         except BaseException:
             for connection in (writer, *readers):
                 await connection.close()
@@ -90,13 +94,13 @@ class Database:
         created it at this version."""
         if not path.exists():
             raise IndexUnusable("the index does not exist yet")
-        readers = [await _open_reader(path)]
+        readers = [await _open_reader(path, READER_CACHES_KIB[0])]
         try:
             version = await _schema_version(readers[0])
             if version != SCHEMA_VERSION:
                 raise IndexUnusable(f"index schema {version}, this filescout reads {SCHEMA_VERSION}")
-            for _ in range(READERS - 1):
-                readers.append(await _open_reader(path))
+            for cache_kib in READER_CACHES_KIB[1:]:
+                readers.append(await _open_reader(path, cache_kib))
         except BaseException:
             for connection in readers:
                 await connection.close()
@@ -210,10 +214,10 @@ async def _configure(db: aiosqlite.Connection, cache_kib: int) -> None:
     await db.execute(f"PRAGMA cache_size = -{cache_kib}")
 
 
-async def _open_reader(path: Path) -> aiosqlite.Connection:
+async def _open_reader(path: Path, cache_kib: int = READER_CACHE_KIB) -> aiosqlite.Connection:
     reader = await aiosqlite.connect(path, isolation_level=None)
     try:
-        await _configure(reader, READER_CACHE_KIB)
+        await _configure(reader, cache_kib)
         await reader.execute("PRAGMA query_only = ON")
     except BaseException:
         await reader.close()
