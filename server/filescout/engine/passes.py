@@ -44,20 +44,13 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-def _pass_on(target: asyncio.Future[Any], source: asyncio.Future[Any]) -> None:
-    """Resolve `target` as `source` was resolved."""
+def _pass_on(
+    target: asyncio.Future[Any] | concurrent.futures.Future[Any], source: asyncio.Future[Any]
+) -> None:
+    """Resolve `target` as `source` was resolved: a replaced pass's waiter gets the new pass's
+    scan; a thread waiting on a concurrent future gets an asyncio result."""
     if target.done():
         return
-    if source.cancelled():
-        target.cancel()
-    elif (error := source.exception()) is not None:
-        target.set_exception(error)
-    else:
-        target.set_result(source.result())
-
-
-def _settle(target: concurrent.futures.Future[Any], source: asyncio.Future[Any]) -> None:
-    """Pass an asyncio result on to a thread waiting on a concurrent future."""
     if source.cancelled():
         target.cancel()
     elif (error := source.exception()) is not None:
@@ -185,7 +178,7 @@ class Indexer:
         # Load the index's view while git lists the tree: both mostly wait on other threads.
         known_ready: concurrent.futures.Future[dict[str, KnownFile]] = concurrent.futures.Future()
         loading = asyncio.ensure_future(self._index.files.known())
-        loading.add_done_callback(functools.partial(_settle, known_ready))
+        loading.add_done_callback(functools.partial(_pass_on, known_ready))
         self._board.set_phase("scanning")  # after the load: its counts query must not go first
         rules = self.ignore_rules()
         # Indexed files passed filescout's rules when they were indexed; while the rules are the
