@@ -94,9 +94,13 @@ def split_identifier(identifier: str) -> list[str]:
     return parts
 
 
-@functools.lru_cache(maxsize=16_384)
+CACHED_TOKEN_LENGTH = 64
+"""Identifiers that repeat across a codebase are short. A longer token (a question's, a base64
+blob's) is split without being cached: 16,384 of them, with their parts, could be gigabytes."""
+
+
 def _token_words(token: str, keep_whole: bool, min_length: int) -> tuple[str, ...]:
-    """The words one identifier contributes; identifiers repeat across a codebase, so cached."""
+    """The words one identifier contributes."""
     parts = split_identifier(token) if not token.isdigit() else [token]
     whole = token.lower().strip("_")
     found = [whole] if keep_whole and len(parts) > 1 and len(whole) >= min_length else []
@@ -104,10 +108,15 @@ def _token_words(token: str, keep_whole: bool, min_length: int) -> tuple[str, ..
     return tuple(found)
 
 
+_cached_token_words = functools.lru_cache(maxsize=16_384)(_token_words)
+
+
 def words(text: str, *, keep_whole: bool = True, min_length: int = 2) -> Iterator[str]:
     """Lower-cased words of `text`, identifiers split into their parts; stopwords dropped."""
     for match in IDENTIFIER.finditer(text):
-        yield from _token_words(match.group(0), keep_whole, min_length)
+        token = match.group(0)
+        split = _cached_token_words if len(token) <= CACHED_TOKEN_LENGTH else _token_words
+        yield from split(token, keep_whole, min_length)
 
 
 def unique_words(text: str) -> list[str]:

@@ -5,6 +5,7 @@ and the frame reader and message checks must refuse bad input with one error eac
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import json
 import os
@@ -18,6 +19,7 @@ from lsprotocol import types
 from filescout.lsp.connection import CheckedProtocol, Connection
 from filescout.lsp.framing import Frame, FrameError, FrameParser
 from filescout.lsp.messages import check, unpaired_surrogate
+from filescout.lsp.progress import ClientProgress, WorkDoneProgress
 from filescout.lsp.server import FilescoutServer, create_server
 from filescout.lsp.stdio import ClientStdin, ClientStdout
 from filescout.lsp.wire import send_partial_result
@@ -236,3 +238,46 @@ def test_an_internal_error_reply_carries_no_traceback() -> None:
     assert reply["error"]["code"] == -32603
     assert "ZeroDivisionError" in reply["error"]["message"]
     assert "data" not in reply["error"] or not reply["error"]["data"]
+
+
+def test_work_done_progress_tokens_are_released_when_they_end() -> None:
+    """pygls keeps a future per token that began; one per indexing pass and per request that
+    brought a token would pile up for the life of the connection."""
+    server = create_server()
+    server.protocol.set_writer(RecordingWriter())
+    for index in range(3):
+        client = ClientProgress(server, f"client-{index}", "finding relevant files")
+        client.end()
+        progress = WorkDoneProgress(server, f"filescout/index/{index}")
+        progress.begin("indexing")
+        assert not progress.is_cancelled()
+        progress.end("done")
+    assert server.work_done_progress.tokens == {}
+
+
+async def test_a_cancelled_command_that_fails_leaves_no_exception_unread() -> None:
+    """pygls runs a command as a built-in handler that waits for the command's own task; once the
+    request was cancelled it dropped that task's outcome unread, and asyncio logged the
+    exception's traceback for the client's cancellation."""
+    server = create_server()
+    writer = RecordingWriter()
+    server.protocol.set_writer(writer)
+    assert isinstance(server.protocol, CheckedProtocol)
+    connection = Connection(server.protocol, next_frame=lambda: asyncio.sleep(0))
+    connection.initialize_received = True
+    unread: list[dict[str, Any]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda loop, context: unread.append(context))
+    status = {"command": "filescout.status"}  # fails: no workspace was opened
+    connection.receive(
+        check({"jsonrpc": "2.0", "id": 7, "method": "workspace/executeCommand", "params": status}, set())
+    )
+    connection.receive(check({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 7}}, set()))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    connection.receive(check({"jsonrpc": "2.0", "id": 8, "method": "files/getFiles", "params": {}}, set()))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    gc.collect()  # the unread task is gone: asyncio reports what nobody read
+    assert unread == []
+    replies = [json.loads(split_frame(data)[1]) for data in writer.writes]
+    assert [reply["error"]["code"] for reply in replies if reply.get("id") == 7] == [-32800]

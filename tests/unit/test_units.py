@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+import random
+import string
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -21,6 +25,26 @@ def test_identifier_splitting() -> None:
     assert list(words("getUserName()")) == ["getusername", "get", "user", "name"]
     assert "the" not in list(words("the cart"))
     assert split_identifier("HTTP_SERVER_v2") == ["http", "server", "v2"]
+
+
+def test_long_tokens_are_not_kept_after_they_are_split() -> None:
+    """Words of identifiers are cached, 16,384 of them; a long token (a question of 20,000
+    letters, a base64 blob in a file) used to be kept with all its parts, some 400 KB each,
+    so distinct long questions could make the server hold gigabytes."""
+    tokens = ["".join(random.Random(seed).choices(string.ascii_letters, k=20_000)) for seed in range(20)]
+    list(words(tokens[0]))  # whatever a first call sets up
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for token in tokens[1:]:
+            assert len(list(words(token))) > 1
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 200_000, f"{kept} bytes kept for 19 long tokens"
+    assert list(words("getUserName")) == ["getusername", "get", "user", "name"]  # short ones: as before
 
 
 def test_body_words_cap_each_word() -> None:

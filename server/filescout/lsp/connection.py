@@ -13,16 +13,18 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import Executor, Future
 from typing import Any
 
+import attrs
 import cattrs
 from cattrs.errors import ClassValidationError
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
 
+from filescout.jsonrpc import valid_id
 from filescout.lsp.framing import Frame, FrameError, FrameParser, read_frame
 from filescout.lsp.messages import Checked, Dropped, Incoming, MsgId, Reply, check, parse
 from filescout.lsp.stdio import READ_CHUNK
@@ -61,6 +63,34 @@ class CheckedProtocol(FramingProtocol):
         msg_id = str(uuid.uuid4()) if msg_id is None else msg_id
         self.awaiting.add(msg_id)
         return super().send_request(method, params, callback, msg_id)
+
+    def _execute_handler(
+        self,
+        msg_id: MsgId,
+        handler: Callable[..., Any],
+        callback: Callable[[Future[Any]], None],
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """pygls files each handler's future under a message id, but only a request's reply
+        takes it out again: a notification's (and each step of a built-in handler's) would stay
+        for the life of the connection, some 3 KB for every didOpen, didChange or didSave. So
+        the futures already done are dropped before each new one is filed (a sweep rather than
+        a done-callback: pygls cancels these futures while iterating over them at shutdown)."""
+        futures = self._request_futures
+        for done in [key for key, future in futures.items() if future.done()]:
+            del futures[done]
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+
+    def _run_generator(
+        self, future: Future[Any] | None, *, gen: Generator[Any, Any, Any], result_future: Future[Any]
+    ) -> None:
+        """A built-in handler (a command's, say) waits for the task it handed the work to; once
+        the request is cancelled pygls drops that task's outcome unread, and asyncio logs a
+        failed one's traceback. Read here: the client asked for no answer."""
+        if result_future.cancelled() and future is not None and future.done() and not future.cancelled():
+            future.exception()
+        super()._run_generator(future, gen=gen, result_future=result_future)
 
     def _send_response(
         self, msg_id: MsgId, result: Any | None = None, error: types.ResponseError | None = None
@@ -117,7 +147,7 @@ class Connection:
 
     def receive(self, checked: Checked) -> int | None:
         """Serve one message; an exit code when it was `exit`."""
-        if isinstance(checked, Incoming) and checked.method == types.EXIT:
+        if isinstance(checked, Incoming) and checked.method == types.EXIT and not checked.is_request:
             return 0 if self.shutdown_received else 1
         if isinstance(checked, Incoming):
             checked = self.admit(checked)
@@ -172,8 +202,14 @@ class Connection:
                 return self.protocol.structure_message(message.data)  # pygls knows the result's type
             except Exception as exc:
                 return Dropped(f"a malformed response to request {message.msg_id!r}: {describe(exc)}")
+        kind = self.protocol.get_message_type(message.method)
+        if message.is_request and kind is not None and is_notification(kind):
+            problem = f"invalid request: {message.method} is a notification; send it without an id"
+            return Reply(JsonRpcInvalidRequest.CODE, problem, message.msg_id)
+        if message.method == types.CANCEL_REQUEST and not cancels_an_id(message.data.get("params")):
+            return Dropped("invalid params for $/cancelRequest: id must be an integer or a string")
         generic = JsonRPCRequestMessage if message.is_request else JsonRPCNotification
-        kind = self.protocol.get_message_type(message.method) or generic
+        kind = kind or generic
         try:
             return self.protocol.converter.structure(message.data, kind)
         except Exception as exc:  # whatever the converter raises, the params did not fit
@@ -188,6 +224,18 @@ class Connection:
         error = {"code": int(reply.code), "message": reply.message}
         body = json.dumps({"jsonrpc": "2.0", "id": reply.msg_id, "error": error})
         write_framed(self.protocol, body.encode("utf-8"))
+
+
+def is_notification(kind: type[Any]) -> bool:
+    """Whether an LSP message type is a notification (it has no id): one sent with an id would
+    get no reply from pygls, so the client would wait for ever."""
+    return attrs.has(kind) and "id" not in attrs.fields_dict(kind)
+
+
+def cancels_an_id(params: Any) -> bool:
+    """The converter lets any JSON through as the id to cancel; pygls then looks it up in a
+    dict, and a list or an object there raises."""
+    return isinstance(params, dict) and valid_id(params.get("id"))
 
 
 def describe(exc: Exception) -> str:

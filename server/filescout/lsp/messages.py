@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Container, Iterator
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcParseError
 
-log = logging.getLogger(__name__)
+from filescout.jsonrpc import MsgId, envelope_problem, unpaired_surrogate, valid_id
 
-MsgId = int | str
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -65,10 +65,6 @@ def parse(body: bytes) -> Any | Reply:
         return Reply(JsonRpcParseError.CODE, f"parse error: {exc}")
 
 
-def valid_id(value: Any) -> bool:
-    return isinstance(value, (int, str)) and not isinstance(value, bool)
-
-
 def check(value: Any, awaiting: Container[MsgId]) -> Checked:
     """Sort a parsed body into a message to handle, an error to reply, or nothing."""
     if isinstance(value, list):
@@ -92,17 +88,6 @@ def check(value: Any, awaiting: Container[MsgId]) -> Checked:
         message = f"invalid params for {method}: {where}: contains an unpaired surrogate"
         return Reply(JsonRpcInvalidParams.CODE, message, msg_id) if is_request else Dropped(message)
     return Incoming(value, method, msg_id if is_request else None, is_request)
-
-
-def envelope_problem(value: dict[str, Any]) -> str | None:
-    """What makes a request or notification invalid, if anything."""
-    if value.get("jsonrpc") != "2.0":
-        return 'jsonrpc must be "2.0"'
-    if not isinstance(value["method"], str):
-        return "method must be a string"
-    if value.get("params") is not None and not isinstance(value["params"], (dict, list)):
-        return "params must be an object or an array"
-    return None
 
 
 def check_response(value: dict[str, Any], awaiting: Container[MsgId]) -> Checked:
@@ -137,31 +122,3 @@ def error_is_valid(error: Any) -> bool:
         and isinstance(error.get("message"), str)
         and unpaired_surrogate(error) is None
     )
-
-
-def unpaired_surrogate(value: Any) -> str | None:
-    """Where in `value` a string (or a field name) holds an unpaired surrogate, as a path such as
-    `arguments[0].paths[1]`; None when every string is proper Unicode."""
-    for path, text in strings(value):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            return path or "params"
-    return None
-
-
-def strings(value: Any) -> Iterator[tuple[str, str]]:
-    """Every string in a JSON value with its path, field names included. Iterative: the value
-    may be as deep as the JSON reader allows."""
-    stack: list[tuple[str, Any]] = [("", value)]
-    while stack:
-        path, item = stack.pop()
-        if isinstance(item, str):
-            yield path, item
-        elif isinstance(item, dict):
-            for key, child in item.items():
-                child_path = f"{path}.{key}" if path else key
-                yield (f"a field name in {path or 'params'}", key)
-                stack.append((child_path, child))
-        elif isinstance(item, list):
-            stack.extend((f"{path}[{index}]", child) for index, child in enumerate(item))

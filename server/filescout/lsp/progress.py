@@ -17,8 +17,8 @@ MIN_REPORT_INTERVAL = 0.2  # seconds; editors redraw on every report
 
 
 class WorkDoneProgress:
-    """A server-initiated work-done progress with a fresh token per run (pygls never releases
-    tokens), throttled reports, and the editor's cancel button wired to `is_cancelled`."""
+    """A server-initiated work-done progress with a fresh token per run (pygls refuses to create
+    a token twice), throttled reports, and the editor's cancel button wired to `is_cancelled`."""
 
     def __init__(self, server: LanguageServer, token: str) -> None:
         self._server = server
@@ -60,6 +60,7 @@ class WorkDoneProgress:
 
     def end(self, message: str | None = None) -> None:
         self._server.work_done_progress.end(self._token, types.WorkDoneProgressEnd(message=message))
+        release(self._server, self._token)
 
     def is_cancelled(self) -> bool:
         future = self._server.work_done_progress.tokens.get(self._token)
@@ -83,4 +84,11 @@ class ClientProgress:
     def end(self, message: str | None = None) -> None:
         if self._token is not None:
             self._server.work_done_progress.end(self._token, types.WorkDoneProgressEnd(message=message))
+            release(self._server, self._token)
             self._token = None
+
+
+def release(server: LanguageServer, token: str | int) -> None:
+    """pygls keeps a future for every token that ever began and never lets go of it: one per
+    indexing pass and per request that brought a token, for the life of the connection."""
+    server.work_done_progress.tokens.pop(token, None)

@@ -17,7 +17,6 @@ from typing import Any
 import msgspec
 from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
-from mcp.server.stdio import stdio_server
 from mcp.types import (
     INVALID_PARAMS,
     CallToolRequestParams,
@@ -32,6 +31,7 @@ from mcp.types import Tool as McpTool
 from filescout import __version__
 from filescout.engine import Workspace
 from filescout.errors import FilescoutError, WorkspaceUnavailable
+from filescout.mcp.lines import checked_stdio
 from filescout.mcp.tools import TOOL_SPECS, ToolSpec
 from filescout.params import field_error
 from filescout.records import ScanTotals
@@ -157,7 +157,7 @@ async def run(root: Path) -> int:
             on_list_tools=face.list_tools,
             on_call_tool=face.call_tool,
         )
-        async with stdio_server() as (read, write):
+        async with checked_stdio() as (read, write):
             await server.run(read, write, server.create_initialization_options())
     finally:
         if reconciling is not None:

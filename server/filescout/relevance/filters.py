@@ -7,7 +7,7 @@ import binascii
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Union
+from typing import Annotated, Any, Union
 
 import msgspec
 import pathspec
@@ -26,21 +26,35 @@ def encode_cursor(order: str, position: tuple) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+SqlInteger = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+Offset = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+POSITIONS: dict[str, Any] = {
+    "path": tuple[str],
+    "recent": tuple[SqlInteger, str],
+    "frecency": tuple[Offset],
+    "rank": tuple[Offset],
+}
+"""What a position holds in each order (the catalogue's keyset or offset): a cursor is the
+client's to keep, so one that was tampered with must fail here, not in SQLite."""
+NOT_OURS = "cursor: not a cursor this server issued; pass `nextCursor` from the previous page"
+
+
 def decode_cursor(cursor: str, order: str) -> tuple:
     """The position a cursor resumes from; it must come from a page of the same order."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         decoded = msgspec.json.decode(raw, type=PageCursor)
     except (binascii.Error, ValueError, msgspec.DecodeError):
-        raise InvalidParams(
-            "cursor: not a cursor this server issued; pass `nextCursor` from the previous page"
-        ) from None
+        raise InvalidParams(NOT_OURS) from None
     if decoded.order != order:
         raise InvalidParams(
             f"cursor: it continues a listing ordered by {decoded.order!r}, "
             f"not {order!r}; pass the same orderBy"
         )
-    return tuple(decoded.position)
+    try:
+        return tuple(msgspec.convert(decoded.position, POSITIONS.get(order, tuple)))
+    except msgspec.ValidationError:
+        raise InvalidParams(NOT_OURS) from None
 
 
 @dataclass(frozen=True)
