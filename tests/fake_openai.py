@@ -1,25 +1,34 @@
 """A small OpenAI-compatible chat server on 127.0.0.1 for tests, which can misbehave on
-purpose: status codes with Retry-After, delays, malformed answers, refusing JSON schemas.
+purpose: status codes with Retry-After, delays, malformed answers, refusing JSON schemas, and
+faults of the connection itself (a call that is never answered, a connection closed without an
+answer or in the middle of one).
 
 It answers annotation requests (files listed as `### path (...)`) with one summary per file,
-and records every request body so tests can check what left the machine.
+and records every request body so tests can check what left the machine. It can also play a
+gullible model (`gullible`, see gullible_model.py) that obeys instructions planted in the data.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
+
+from gullible_model import Gullibility, Obeyed, obey
 
 FILE_HEADER = re.compile(r"^### (\S+) \(", re.MULTILINE)
 LISTED_FILE = re.compile(r"^- (\S+): ", re.MULTILINE)
 TAGS_LINE = re.compile(r"^Tags: (.*)$", re.MULTILINE)
+TAGS_BLOCK = re.compile(r"<tags>\n(.*?)\n</tags>", re.DOTALL)
+Fault = Literal["hang", "drop", "truncate", "drip"]
+DRIP_SECONDS = 0.2
 
 
 @dataclass
@@ -30,6 +39,10 @@ class Action:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     body: str | None = None
+    fault: Fault | None = None
+    """hang: read the request and never answer; drop: close the connection without an answer;
+    truncate: send the headers and half of the answer, then close; drip: send the answer a byte
+    every DRIP_SECONDS (each read succeeds, the whole takes minutes)."""
 
 
 @dataclass
@@ -73,9 +86,21 @@ class FakeOpenAI:
         self.pick_tags: Callable[[list[str]], list[str]] = lambda tags: []
         self.edit: Callable[[str, Any], Any] = lambda kind, answer: answer
         """A last change to each answer (by request kind) before it is sent."""
+        self.judge_line: Callable[[str, str, Request], float] | None = None
+        """When set, the judge's score from (path, the file's listed line, the request)."""
+        self.gullible: Gullibility | None = None
+        """Obey instructions found in the request: "outside" the data blocks only, or "anywhere"."""
+        self.gullible_kinds: set[str] = {"annotate", "tags", "judge", "final"}
+        """The request kinds the gullible model obeys in."""
+        self.obeyed: list[Obeyed] = []
+        """Every instruction the gullible model followed, and whether it stood outside the data."""
         self.lock = threading.Lock()
+        self.released = threading.Event()
+        """Set on stop: a hung call ends then (the client has long given up on it)."""
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=lambda: self._server.serve_forever(poll_interval=0.05), daemon=True
+        )
 
     @property
     def base_url(self) -> str:
@@ -87,6 +112,7 @@ class FakeOpenAI:
         return self
 
     def stop(self) -> None:
+        self.released.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -104,7 +130,7 @@ class FakeOpenAI:
             ]
         }
 
-    def _respond(self, request: Request) -> tuple[int, dict[str, str], str, float]:
+    def _respond(self, request: Request) -> tuple[int, dict[str, str], str, Action]:
         with self.lock:
             action = self.per_kind.get(request.kind) or (
                 self.script.popleft() if self.script else self.default
@@ -117,7 +143,7 @@ class FakeOpenAI:
                 if action.body is not None
                 else json.dumps({"error": {"message": f"scripted {action.status}", "type": "server_error"}})
             )
-            return action.status, action.headers, body, action.delay
+            return action.status, action.headers, body, action
         response_format = request.body.get("response_format") or {}
         if self.reject_json_schema and response_format.get("type") == "json_schema":
             return (
@@ -131,7 +157,7 @@ class FakeOpenAI:
                         }
                     }
                 ),
-                action.delay,
+                action,
             )
         system = request.body["messages"][0]["content"]
         paths = FILE_HEADER.findall(request.text)
@@ -139,7 +165,7 @@ class FakeOpenAI:
             listed = LISTED_FILE.findall(request.text)
             answer: Any = {
                 "files": [
-                    {"path": path, "score": self.judge_score(path), "reason": f"judged {path}"}
+                    {"path": path, "score": self._score(path, request), "reason": f"judged {path}"}
                     for path in listed
                 ]
             }
@@ -149,11 +175,15 @@ class FakeOpenAI:
                 "files": [{"path": path, "reason": f"placed {path}"} for path in self.final_order(listed)]
             }
         elif "Pick the tags" in system:
-            found = TAGS_LINE.search(request.text)
+            found = TAGS_BLOCK.search(request.text) or TAGS_LINE.search(request.text)
             offered = [item.rsplit(" (", 1)[0] for item in found.group(1).split(", ")] if found else []
             answer = {"tags": self.pick_tags(offered)}
         else:
             answer = self.answer(paths, request)
+        if self.gullible is not None and request.kind in self.gullible_kinds:
+            answer, obeyed = obey(self.gullible, request.kind, request.body["messages"], answer)
+            with self.lock:
+                self.obeyed += obeyed
         answer = self.edit(request.kind, answer)
         content = answer if isinstance(answer, str) else json.dumps(answer)
         completion = {
@@ -170,7 +200,13 @@ class FakeOpenAI:
                 "total_tokens": len(request.raw) // 4 + 40 * max(len(paths), 1),
             },
         }
-        return 200, action.headers, json.dumps(completion), action.delay
+        return 200, action.headers, json.dumps(completion), action
+
+    def _score(self, path: str, request: Request) -> float:
+        if self.judge_line is None:
+            return self.judge_score(path)
+        line = next((line for line in request.text.splitlines() if line.startswith(f"- {path}: ")), "")
+        return self.judge_line(path, line, request)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
@@ -190,19 +226,37 @@ class FakeOpenAI:
                 )
                 with fake.lock:
                     fake.requests.append(request)
-                status, headers, body, delay = fake._respond(request)
-                if delay:
-                    time.sleep(delay)
+                status, headers, body, action = fake._respond(request)
+                if action.fault == "hang":
+                    fake.released.wait()
+                    return
+                if action.delay:
+                    time.sleep(action.delay)
                 payload = body.encode()
                 try:
+                    if action.fault == "drop":
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
                     for name, value in headers.items():
                         self.send_header(name, value)
                     self.end_headers()
+                    if action.fault == "drip":
+                        for byte in payload:
+                            if fake.released.wait(DRIP_SECONDS):
+                                return
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                        return
+                    if action.fault == "truncate":
+                        self.wfile.write(payload[: len(payload) // 2])
+                        self.wfile.flush()
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
                     self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up waiting (a timeout test)
+                except OSError:
+                    pass  # the client gave up waiting (a timeout test), or the socket is gone
 
         return Handler

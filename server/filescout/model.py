@@ -10,14 +10,16 @@ a call into a decoded msgspec answer, asking once more when the first one is mal
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import functools
+import json
 import logging
 import math
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
@@ -93,7 +95,7 @@ def provider_of(settings: ModelSettings) -> str:
     return re.sub(r"[^a-z0-9.\-]", "-", f"{host}:{port}" if port else host) or "custom"
 
 
-def retry_after(error: Exception) -> float | None:
+def retry_after(error: BaseException) -> float | None:
     """Seconds the server asked us to wait (Retry-After in seconds or as an HTTP date, or
     retry-after-ms), capped."""
     response = getattr(error, "response", None)
@@ -127,7 +129,7 @@ def _openai() -> Any:
     return openai
 
 
-def is_retryable(error: Exception) -> bool:
+def is_retryable(error: BaseException) -> bool:
     openai = _openai()
     if isinstance(error, (openai.APITimeoutError, openai.APIConnectionError)):
         return True
@@ -256,6 +258,8 @@ class ModelClient:
         self.refused: str | None = None
         self._sleep = sleep
         self._gate = asyncio.Semaphore(settings.concurrency)
+        self._retrying_until = 0.0
+        self._retrying_after = ""
         self._modes: list[StructuredMode] = (
             list(STRUCTURED_MODES) if settings.structured_output == "auto" else [settings.structured_output]
         )
@@ -268,6 +272,13 @@ class ModelClient:
 
     async def close(self) -> None:
         await self._client.close()
+
+    def retry_note(self) -> str | None:
+        """What a call waiting to try again is waiting out (a long Retry-After, say), or None."""
+        left = self._retrying_until - time.monotonic()
+        if left < 1:
+            return None
+        return f"model call failed ({self._retrying_after}); trying again in {left:.0f} s"
 
     def unavailable_reason(self) -> str | None:
         """Why no call would be attempted right now, or None."""
@@ -284,10 +295,48 @@ class ModelClient:
         schema: dict[str, Any],
         schema_name: str,
         max_output_tokens: int,
+        deadline: float | None = None,
+        retries: int | None = None,
     ) -> Completion:
-        """One chat completion that should return JSON matching `schema`."""
+        """One chat completion that should return JSON matching `schema`. A caller someone
+        waits on gives a `deadline` (time.monotonic()) and fewer `retries`: then no wait for a
+        turn, no attempt and no backoff reaches past the deadline, and a call that timed out is
+        not made again. Every attempt ends within the timeout setting, however the server
+        answers (a server that sends a byte a second never trips the HTTP client's read timeout)."""
         planned = sum(estimate_tokens(message["content"]) for message in messages) + max_output_tokens
-        async with self._gate:  # checked inside: calls queued here see what the last one did
+        allowed = self.settings.max_retries if retries is None else min(retries, self.settings.max_retries)
+        attempt = 0
+        while True:
+            async with self._turn(planned, deadline):
+                try:
+                    return await self._call(messages, schema, schema_name, max_output_tokens, deadline)
+                except _Retryable as failure:
+                    delay = self._retry_delay(failure, attempt, allowed, deadline)
+                    if delay is None:
+                        self.breaker.failure()
+                        await self.budget.record(failures=1)
+                        raise ModelUnavailable(f"model call failed: {failure}") from failure.__cause__
+                    problem = str(failure)
+            attempt += 1
+            log.info("model call failed (%s); retry %d in %.1f s", problem, attempt, delay)
+            if time.monotonic() + delay > self._retrying_until:
+                self._retrying_until, self._retrying_after = time.monotonic() + delay, problem
+            await self._sleep(delay)  # outside the gate: a call waiting out a 429 holds no slot
+
+    @contextlib.asynccontextmanager
+    async def _turn(self, planned: int, deadline: float | None) -> AsyncIterator[None]:
+        """A slot among the `concurrency` calls in flight, with the breaker and budget checked
+        once it is ours: calls queued here see what the last one learned."""
+        if deadline is None:
+            await self._gate.acquire()
+        else:
+            try:
+                await asyncio.wait_for(self._gate.acquire(), max(deadline - time.monotonic(), 0.0))
+            except asyncio.TimeoutError:
+                raise ModelUnavailable(
+                    "the model was busy with other calls until this request's time ran out"
+                ) from None
+        try:
             if self.refused:
                 raise ModelRefused(self.refused)
             if self.breaker.is_open:
@@ -295,25 +344,60 @@ class ModelClient:
             reason = self.budget.spent(planned)
             if reason:
                 raise BudgetSpent(reason)
-            return await self._with_retries(messages, schema, schema_name, max_output_tokens)
+            yield
+        finally:
+            self._gate.release()
 
-    async def _with_retries(
-        self, messages: list[dict[str, str]], schema: dict[str, Any], schema_name: str, max_output_tokens: int
+    def _retry_delay(
+        self, failure: _Retryable, attempt: int, allowed: int, deadline: float | None
+    ) -> float | None:
+        """Seconds to wait before trying again, or None when the call must give up: retries
+        spent, or (for a caller with a deadline) a timeout, or a wait that would end too late."""
+        if attempt >= allowed or (deadline is not None and failure.timed_out):
+            return None
+        delay = retry_after(failure.error)
+        if delay is None:
+            delay = min(BACKOFF_CAP, BACKOFF_BASE * 2**attempt) * random.uniform(0.5, 1.5)
+        if deadline is not None and time.monotonic() + delay >= deadline:
+            return None
+        return delay
+
+    def _attempt_seconds(self, deadline: float | None) -> float:
+        if deadline is None:
+            return self.settings.timeout
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ModelUnavailable("this request's time for model calls ran out")
+        return min(self.settings.timeout, left)
+
+    async def _call(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any],
+        schema_name: str,
+        max_output_tokens: int,
+        deadline: float | None,
     ) -> Completion:
+        """One attempt (stepping down the response format where the endpoint rejects it).
+        Raises _Retryable for what may work next time, a ModelError for what will not."""
         openai = _openai()
-        attempt = 0
         while True:
             mode = self._modes[0]
+            seconds = self._attempt_seconds(deadline)
             try:
-                response = await self._client.chat.completions.create(
-                    model=self.settings.model,  # type: ignore[arg-type]  # set: checked in __init__
-                    messages=messages,  # type: ignore[arg-type]  # plain dicts of openai's TypedDict shape
-                    temperature=0,
-                    max_tokens=max_output_tokens,
-                    **_response_format(mode, schema, schema_name),
+                response = await asyncio.wait_for(
+                    self._client.chat.completions.create(
+                        model=self.settings.model,  # type: ignore[arg-type]  # set: checked in __init__
+                        messages=messages,  # type: ignore[arg-type]  # plain dicts of openai's TypedDict shape
+                        temperature=0,
+                        max_tokens=max_output_tokens,
+                        **_response_format(mode, schema, schema_name),
+                    ),
+                    seconds,
                 )
-            except asyncio.CancelledError:
-                raise
+                text, usage = completion_parts(response)
+            except asyncio.TimeoutError as error:
+                raise _Retryable(error, f"no answer within {seconds:.3g} s", timed_out=True) from error
             except openai.BadRequestError as error:
                 if len(self._modes) > 1 and _about_response_format(error):
                     if self._modes[0] == mode:  # a concurrent call may have stepped down already
@@ -330,28 +414,64 @@ class ModelClient:
                 await self.budget.record(failures=1)
                 raise ModelRefused(self.refused) from error
             except Exception as error:
-                if not is_retryable(error) or attempt >= self.settings.max_retries:
+                if not is_retryable(error):
                     self.breaker.failure()
                     await self.budget.record(failures=1)
                     raise ModelUnavailable(f"model call failed: {_detail(error)}") from error
-                delay = retry_after(error)
-                if delay is None:
-                    delay = min(BACKOFF_CAP, BACKOFF_BASE * 2**attempt) * random.uniform(0.5, 1.5)
-                attempt += 1
-                log.info("model call failed (%s); retry %d in %.1f s", _detail(error), attempt, delay)
-                await self._sleep(delay)
-                continue
+                raise _Retryable(
+                    error, _detail(error), timed_out=isinstance(error, openai.APITimeoutError)
+                ) from error
             self.breaker.success()
-            text = response.choices[0].message.content or "" if response.choices else ""
-            usage = response.usage
             input_tokens = (
-                usage.prompt_tokens
-                if usage
+                usage[0]
+                if usage[0] is not None
                 else sum(estimate_tokens(message["content"]) for message in messages)
             )
-            output_tokens = usage.completion_tokens if usage else estimate_tokens(text)
+            output_tokens = usage[1] if usage[1] is not None else estimate_tokens(text)
             await self.budget.record(calls=1, input_tokens=input_tokens, output_tokens=output_tokens)
             return Completion(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
+
+
+class _Retryable(Exception):
+    """An attempt failed in a way the next one may not (429, 5xx, a dropped connection, a
+    timeout)."""
+
+    def __init__(self, error: BaseException, detail: str, *, timed_out: bool) -> None:
+        super().__init__(detail)
+        self.error = error
+        self.timed_out = timed_out
+
+
+class NotACompletion(ValueError):
+    """The endpoint answered 200 with something that is not a chat completion."""
+
+
+def _token_count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def completion_parts(response: Any) -> tuple[str, tuple[int | None, int | None]]:
+    """The answer's text and the token counts the server reported (None where it reported none
+    that could be true). The openai package builds its response objects without validating
+    them, so whatever a server or a proxy in front of it sends arrives here: anything that is
+    not a chat completion raises NotACompletion rather than escaping as a TypeError."""
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list):
+        raise NotACompletion("the endpoint's answer is not a chat completion (it has no list of choices)")
+    text = ""
+    if choices:
+        message = getattr(choices[0], "message", None)
+        content = getattr(message, "content", None) if message is not None else None
+        if message is None or not isinstance(content, (str, type(None))):
+            raise NotACompletion(
+                "the endpoint's answer is not a chat completion (its choice has no message text)"
+            )
+        text = content or ""
+    usage = getattr(response, "usage", None)
+    return text, (
+        _token_count(getattr(usage, "prompt_tokens", None)),
+        _token_count(getattr(usage, "completion_tokens", None)),
+    )
 
 
 def _response_format(mode: StructuredMode, schema: dict[str, Any], name: str) -> dict[str, Any]:
@@ -375,6 +495,8 @@ def _about_response_format(error: openai.BadRequestError) -> bool:
 
 
 def _detail(error: Exception) -> str:
+    if isinstance(error, json.JSONDecodeError):  # raised by the openai package on a body not JSON
+        return f"the endpoint's answer is not JSON ({error.msg}, character {error.pos})"
     status = getattr(error, "status_code", None)
     message = getattr(error, "message", None) or str(error) or type(error).__name__
     return f"{status} {message}" if status else message

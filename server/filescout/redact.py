@@ -5,17 +5,22 @@ summaries, paths). Sensitive files never get this far; this catches the key past
 file or a test fixture. Patterns favour catching too much: a redacted placeholder costs the model
 little.
 
-Four layers:
+Five layers:
 - the token catalogue of `bc-detect-secrets` (Bridgecrew's maintained fork of Yelp's
   detect-secrets: AWS, Azure, Slack, Twilio, npm, JWT, private keys, ...), used as a library of
   regular expressions over the whole text, and our own patterns for tokens it does not know;
-- passwords in URLs and `Authorization: Bearer/Basic/Token` credentials;
+- its high-entropy strings (base64 and hex at its default limits), quoted, ending a `key: value`
+  line, or listed as YAML items: the keys that have neither a known shape nor a telling name;
+- secrets that their surroundings give away: passwords in URLs (`redis://:pw@host` too), in
+  `curl -u`, .netrc and .pgpass lines, Azure SAS signatures, and `Authorization: Bearer/Basic/
+  Token` credentials;
 - assignments to a name that says secret (`password`, `db_pass`, `api_key`, `client_secret` and
   the keywords detect-secrets knows): the value goes, whatever it looks like;
 - assignments to a name that hints at one (`SERVICE_CREDS`, `auth`, `private`, `client-key-data`,
   ...) in code, .env, .tfvars, .npmrc, YAML, JSON or TOML: the value goes when it is long and
   random-looking (Shannon entropy), so `auth: oauth2` stays readable.
 The name rules only look at lines that contain one of the names, so redaction stays cheap.
+`redact_head` redacts an excerpt as if the text went on, so a key the cut halves goes whole.
 """
 
 from __future__ import annotations
@@ -23,10 +28,14 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from functools import cache
 
 PLACEHOLDER = "[REDACTED]"
+HEAD_SLACK = 2048
+"""How far past a cut `redact_head` reads: more than a JWT or an AWS session token takes (a PEM
+block's pattern runs to the end of the text anyway)."""
 
 # Whole-match patterns: the entire match is a secret.
 TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
@@ -62,12 +71,44 @@ TOKENS = re.compile(
     "|".join(f"(?:{pattern.pattern.removeprefix(chr(92) + 'b')})" for pattern in TOKEN_PATTERNS), re.DOTALL
 )
 
+# Whole-match patterns whose first characters are common (a digit, a capital, `$`): each in a
+# pass of its own, since in the one above they would make every position a possible start.
+SEPARATE_TOKENS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(pattern)
+    for pattern in (
+        r"key-[0-9a-f]{32}\b",  # Mailgun
+        r"hv[sbr]\.[A-Za-z0-9_\-]{24,}",  # HashiCorp Vault
+        r"\d{8,10}:AA[A-Za-z0-9_\-]{33}",  # Telegram bots
+        # Discord bots: detect-secrets' pattern stops 27 characters into the 38 of today's tokens
+        r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}",
+        r"\$(?:apr1|2[abxy]?|[156]|7|y)\$[A-Za-z0-9./$=]{20,}",  # crypt(3) hashes: htpasswd, bcrypt
+    )
+)
+
 # detect-secrets detectors left out: BasicAuth (URL_PASSWORD keeps the URL readable) and any
 # that flag what is not a secret (public IP addresses).
 SKIPPED_DETECTORS = frozenset({"BasicAuthDetector", "IPPublicDetector"})
 
-# A password in a URL: keep scheme, user and host, drop the password.
-URL_PASSWORD = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^:/@\s]+:)([^@\s/]+)(@)")
+# A password in a URL: keep scheme, user (if any: `redis://:password@host`) and host.
+URL_PASSWORD = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^:/@\s]*:)([^@\s/]+)(@)")
+
+# Secrets that detect-secrets has no detector for, where what surrounds them says what they are:
+# group 1 goes, the rest stays readable.
+CONTEXT_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(pattern)
+    for pattern in (  # each starts with a literal, which the regex engine skips ahead to
+        r"sig=(?<=[?&]sig=)([A-Za-z0-9%+/=]{16,})",  # Azure shared access signatures
+        r"-(?<=\s-)(?:u\s*|-user[=\s]\s*)[\"']?[^\s:\"'@/]+:([^\s\"'@]{6,})",  # curl -u user:password
+        # .pgpass lines, `host:port:database:user:password`, also inside the echo that writes one
+        r":(?<=[\w.*\-]:)(?:\d{1,5}|\*):[\w.\-*]+:[\w.\-*]+:([^\s\"':]{4,})",
+    )
+)
+
+# .netrc: `machine host login user password secret`, on one line or one per line.
+NETRC_PASSWORD = re.compile(
+    r"(?i)((?:^\s*|\blogin\s+\S+\s+)(?:password|passwd)\s+)(\S+)"
+    r"(?=\s*$|\s+(?:machine|login|account|macdef|default)\b)"
+)
 
 # `Authorization: Bearer <token>`, `Basic <base64>`, `Token <token>`: keep the scheme.
 AUTH_SCHEME = re.compile(r"(?i)\b((?:bearer|basic|token|digest)\s+)([A-Za-z0-9._~+/=\-]{12,})")
@@ -112,6 +153,49 @@ def _detector_patterns() -> tuple[tuple[re.Pattern[str], ...], tuple[re.Pattern[
                 else:
                     anywhere.append(pattern)
     return tuple(anywhere), tuple(assignments)
+
+
+@dataclass(frozen=True)
+class EntropyRule:
+    """detect-secrets' high-entropy strings: a run of an alphabet that is quoted, follows a `:`
+    or `=` to the end of its line, or is a YAML list item goes when its entropy passes the limit
+    of a plugin whose alphabet holds it. One pass over the union of the alphabets finds the runs
+    that each plugin's pattern would find."""
+
+    patterns: tuple[re.Pattern[str], ...]
+    checks: tuple[tuple[frozenset[str], Callable[[str], float], float], ...]
+
+    def spans(self, text: str) -> Iterator[tuple[int, int]]:
+        for pattern in self.patterns:
+            for match in pattern.finditer(text):
+                value = match.group(2)
+                if any(
+                    alphabet.issuperset(value) and entropy(value) > limit
+                    for alphabet, entropy, limit in self.checks
+                ):
+                    yield match.span(2)
+
+
+@cache
+def _entropy_rule() -> EntropyRule:
+    """Base64 and hex strings at detect-secrets' default limits (4.5 and 3.0 bits a character):
+    random enough that an identifier, a word or a path never passes (on 2,500 files of
+    well-known Python packages they flagged seven strings: hex alphabets, a base64 example, an
+    id). They catch the keys that have neither a known shape nor a telling name, passed as an
+    argument or listed under a name on another line."""
+    from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString, HexHighEntropyString
+
+    plugins = (Base64HighEntropyString(), HexHighEntropyString())
+    alphabet = re.escape("".join(sorted(set().union(*(plugin.charset for plugin in plugins)))))
+    quoted = rf"""([\'":=])\s*([{alphabet}]+)([\'"]|$)"""  # the plugins' own pattern, for any alphabet
+    list_item = rf"^[ \t]*-[ \t]+([\"']?)([{alphabet}]+)\1[ \t]*$"
+    return EntropyRule(
+        patterns=(re.compile(quoted, re.MULTILINE), re.compile(list_item, re.MULTILINE)),
+        checks=tuple(
+            (frozenset(plugin.charset), plugin.calculate_shannon_entropy, plugin.entropy_limit)
+            for plugin in plugins
+        ),
+    )
 
 
 @cache
@@ -214,6 +298,13 @@ def _random(match: re.Match[str]) -> str:
     return f"{name}{quote}{PLACEHOLDER}{quote}"
 
 
+def _netrc(match: re.Match[str]) -> str:
+    keyword, value = match.groups()
+    if value == PLACEHOLDER or (value.isalpha() and value.islower()):
+        return match.group(0)  # `password hashing`: prose, not a .netrc entry
+    return f"{keyword}{PLACEHOLDER}"
+
+
 def _auth_scheme(match: re.Match[str]) -> str:
     scheme, value = match.groups()
     if value.islower() and value.isalpha():
@@ -228,6 +319,7 @@ def _assignment(line: str) -> str:
     spans = [_secret_span(match) for pattern in _detector_patterns()[1] for match in pattern.finditer(line)]
     if spans:
         line = _cut(line, spans)
+    line = NETRC_PASSWORD.sub(_netrc, line)
     line = quoted.sub(_quoted, line)
     line = bare.sub(_bare, line)
     return hinted.sub(_random, line)
@@ -257,9 +349,36 @@ def _assignments(text: str) -> str:
 def redact(text: str) -> str:
     """`text` with every secret-looking string replaced by [REDACTED]."""
     spans = [match.span() for match in TOKENS.finditer(text) if _word_start(text, match.start())]
+    spans += [
+        match.span()
+        for pattern in SEPARATE_TOKENS
+        for match in pattern.finditer(text)
+        if _word_start(text, match.start())
+    ]
     spans += [_secret_span(match) for pattern in _detector_patterns()[0] for match in pattern.finditer(text)]
+    spans += [match.span(1) for pattern in CONTEXT_PATTERNS for match in pattern.finditer(text)]
+    spans += list(_entropy_rule().spans(text))
     if spans:
         text = _cut(text, spans)
     text = URL_PASSWORD.sub(lambda m: f"{m.group(1)}{PLACEHOLDER}{m.group(3)}", text)
     text = AUTH_SCHEME.sub(_auth_scheme, text)
     return _assignments(text)
+
+
+def redact_head(text: str, end: int) -> str:
+    """The first `end` characters of `text`, redacted as if the text went on: a secret that the
+    cut halves is recognised whole and goes, where its first half alone would not be recognised
+    (too short for its pattern, or missing the quote that closes a value).
+
+    What is returned is either the head redacted on its own, when that is the beginning of the
+    text redacted further on, or the part the two agree on and a placeholder: in both cases a
+    prefix of the longer redaction."""
+    head = redact(text[:end])
+    if end >= len(text):
+        return head
+    further = redact(text[: end + HEAD_SLACK])
+    if further.startswith(head):
+        return head
+    pairs = enumerate(zip(head, further, strict=False))
+    agreed = next((i for i, (a, b) in pairs if a != b), min(len(head), len(further)))
+    return head[:agreed] + PLACEHOLDER

@@ -80,7 +80,7 @@ async def model_status(
     return ModelStatus(
         annotator=model.id,
         state=_model_state(worker),
-        message=worker.message or client.unavailable_reason(),
+        message=worker.message or client.unavailable_reason() or client.retry_note(),
         tokens_today=budget.tokens_today,
         tokens_this_month=budget.tokens_this_month,
         daily_budget=settings.budget.daily_tokens,

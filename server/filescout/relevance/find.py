@@ -6,13 +6,16 @@
 3. final — one model call orders the promising files; its order ends the request.
 
 Without a model, stage 1 is the answer. When the model fails part-way, the request still
-completes with what the finished stages found, marked degraded.
+completes with what the finished stages found, marked degraded. Someone waits on the answer, so
+the model calls of a request end within MODEL_ROUNDS call timeouts of its start, retry at most
+INTERACTIVE_RETRIES times, and do not wait out a timeout or a long Retry-After.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +31,10 @@ from filescout.relevance.query import analyse
 log = logging.getLogger(__name__)
 
 TAGGED_CANDIDATES = 30
+MODEL_ROUNDS = 3
+"""Tag selection, judging and the final ranking each wait for the one before: a request's model
+calls end within this many call timeouts (the `timeout` setting) of its start."""
+INTERACTIVE_RETRIES = 1
 
 
 @dataclass(frozen=True)
@@ -59,12 +66,14 @@ class RelevanceUpdate:
 
 class Allowance:
     """A request's share of the model: at most `calls` calls and `tokens` tokens, checked
-    before each call (on an estimate) and charged after (with the server's count)."""
+    before each call (on an estimate) and charged after (with the server's count), all ended by
+    the request's deadline."""
 
     def __init__(self, client: ModelClient, calls: int, tokens: int | None) -> None:
         self.client = client
         self.calls_left = calls
         self.tokens_left = tokens
+        self.deadline = time.monotonic() + MODEL_ROUNDS * client.settings.timeout
 
     async def complete(
         self,
@@ -81,7 +90,12 @@ class Allowance:
             raise ModelError("this request's model tokens are used up")
         self.calls_left -= 1
         completion = await self.client.complete(
-            messages, schema=schema, schema_name=schema_name, max_output_tokens=max_output_tokens
+            messages,
+            schema=schema,
+            schema_name=schema_name,
+            max_output_tokens=max_output_tokens,
+            deadline=self.deadline,
+            retries=INTERACTIVE_RETRIES,
         )
         if self.tokens_left is not None:
             self.tokens_left -= completion.input_tokens + completion.output_tokens
@@ -203,7 +217,7 @@ async def _model_stages(
             if promising
             else from_candidates(candidates[: question.limit])
         )
-    message = "; ".join(problems) or None
+    message = "; ".join(dict.fromkeys(problems)) or None  # six chunks failing alike say it once
     if judged_any and not promising and not problems:
         message = "the model judged none of the candidates relevant; these are the lexical matches"
     yield RelevanceUpdate(
