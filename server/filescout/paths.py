@@ -44,8 +44,8 @@ def to_relative(root: Path, value: str, *, field: str) -> str:
     else:
         candidate = Path(value)
     if candidate.is_absolute():
-        try:
-            relative = candidate.resolve(strict=False).relative_to(root)
+        try:  # realpath, not Path.resolve: a symlink loop on the way must not raise
+            relative = Path(os.path.realpath(candidate)).relative_to(root)
         except ValueError:
             try:
                 relative = Path(os.path.normpath(candidate)).relative_to(root)

@@ -7,10 +7,12 @@ pathlib costs more than the stat calls it wraps.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat as stat_mod
 import subprocess
+import time
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,7 @@ from pathlib import Path
 import xxhash
 
 from filescout.classify import BINARY_SNIFF_BYTES, classify
+from filescout.errors import WorkspaceUnavailable
 from filescout.ignore import IgnoreRules, read_ignore_file
 from filescout.records import FileRecord, KnownFile
 
@@ -28,6 +31,40 @@ ProgressCallback = Callable[[int, int], None]
 
 BATCH_SIZE = 2000
 OVERSIZED_HASH_BYTES = 1 << 20
+READ_ATTEMPTS = 4
+"""Reads of a file that changes while it is read, before it is left for the next look."""
+RACY_NS = 2_000_000_000
+"""A file modified this recently may change without its size or mtime showing it."""
+DENIED = (errno.EACCES, errno.EPERM)
+
+
+class ChangedWhileRead(OSError):
+    """A file kept changing while it was read: what was read may be a mix of two versions."""
+
+
+class WorkspaceGone(WorkspaceUnavailable):
+    """The workspace folder cannot be listed: deleted, moved, unmounted or locked. Nothing may
+    be concluded about its files, so the index keeps them."""
+
+    def __init__(self, root: Path | str, cause: OSError) -> None:
+        what = (
+            "is gone (deleted or moved)"
+            if isinstance(cause, FileNotFoundError)
+            else f"cannot be listed ({cause.strerror or cause})"
+        )
+        super().__init__(
+            f"the workspace folder {root} {what}: the index keeps what it had, and indexing "
+            "resumes once the folder is back"
+        )
+
+
+def require_root(root: Path | str) -> None:
+    """Raise WorkspaceGone unless the workspace folder can be listed."""
+    try:
+        with os.scandir(root):
+            pass
+    except OSError as exc:
+        raise WorkspaceGone(root, exc) from None
 
 
 @dataclass(slots=True)
@@ -38,6 +75,12 @@ class ScanBatch:
     """Known files that are gone (only in the last batch of a full scan)."""
     added: int = 0
     unchanged: int = 0
+    unreadable: list[str] = field(default_factory=list)
+    """Files it may not read (permission denied): left out of the index, and said so."""
+    settling: list[tuple[str, str]] = field(default_factory=list)
+    """(path, hash read) of files read within their modification's timestamp tick, which a
+    rewrite of the same size may follow without changing their stat, and (path, "") of files
+    that kept changing while read: each is read once more after the tick."""
 
 
 @dataclass(slots=True)
@@ -47,6 +90,8 @@ class Listing:
     undecodable: list[str] = field(default_factory=list)
     """Files left out because their names are not valid UTF-8: neither SQLite's text nor JSON
     can carry them. Each is a str with surrogate escapes (`printable` shows it)."""
+    unlistable: list[str] = field(default_factory=list)
+    """Directories a walk could not enter (permission denied): what they hold is left out."""
 
 
 def printable(path: str) -> str:
@@ -161,9 +206,11 @@ def _walk_all(root: Path, directory: str) -> Iterator[str]:
             yield f"{relative_dir}/{name}"
 
 
-def walk(root: Path, rules: IgnoreRules) -> list[str]:
+def walk(root: Path, rules: IgnoreRules, unlistable: list[str] | None = None) -> list[str]:
     """A directory walk honoring nested .gitignore files and .git/info/exclude; symlinked
-    directories are not entered (they may lead out of the workspace or into cycles)."""
+    directories are not entered (they may lead out of the workspace or into cycles).
+    Directories it cannot list are added to `unlistable`; the root itself raises
+    WorkspaceGone."""
     base = str(root)
     exclude_file = root / ".git" / "info" / "exclude"
     if exclude_file.is_file():
@@ -180,7 +227,12 @@ def walk(root: Path, rules: IgnoreRules) -> list[str]:
             with os.scandir(absolute) as iterator:
                 entries = sorted(iterator, key=lambda entry: entry.name)
         except OSError as exc:
-            log.warning("cannot list %s: %s", absolute, exc)
+            if not directory:
+                raise WorkspaceGone(root, exc) from None
+            if exc.errno in DENIED and unlistable is not None:
+                unlistable.append(directory)
+            else:
+                log.warning("cannot list %s: %s", absolute, exc)
             continue
         subdirs: list[str] = []
         for entry in entries:
@@ -201,13 +253,16 @@ def enumerate_files(
     root: Path, rules: IgnoreRules, vetted: Callable[[], Container[str]] | None = None
 ) -> Listing:
     """Workspace-relative paths of candidate files, and how they were found. Names that are not
-    valid UTF-8 are set aside, so one such file never stops a pass."""
+    valid UTF-8 are set aside, so one such file never stops a pass. A workspace folder that
+    cannot be listed raises WorkspaceGone rather than looking empty."""
+    require_root(root)
     listed = git_ls_files(root, rules, vetted)
     source = "git"
+    unlistable: list[str] = []
     if listed is None:
-        listed, source = walk(root, rules), "walk"
+        listed, source = walk(root, rules, unlistable), "walk"
     paths, undecodable = split_undecodable(listed)
-    return Listing(paths, source, undecodable)
+    return Listing(paths, source, undecodable, unlistable)
 
 
 def stat_inside(root: str, relative: str, *, check_parents: bool = False) -> os.stat_result | None:
@@ -231,18 +286,67 @@ def stat_inside(root: str, relative: str, *, check_parents: bool = False) -> os.
     return info if stat_mod.S_ISREG(info.st_mode) else None
 
 
+def read_regular(path: str, limit: int = -1) -> tuple[bytes, os.stat_result] | None:
+    """Up to `limit` bytes of a regular file (all with -1) and its stat: one version of the file,
+    never a mix of two. None when `path` is no regular file (any more). Opened without blocking,
+    so a FIFO or a device put where a file was never stalls the caller. Raises OSError
+    (PermissionError, FileNotFoundError, ...) and ChangedWhileRead.
+
+    A write during the read changes the size or the modification time, except when the file
+    was already modified within the file system's timestamp tick (a few milliseconds, up to
+    two seconds on some): such a recently modified file must read the same twice in a row."""
+    previous: bytes | None = None
+    for _ in range(READ_ATTEMPTS):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            before = os.fstat(fd)
+            if not stat_mod.S_ISREG(before.st_mode):
+                return None
+            with open(fd, "rb", closefd=False) as handle:
+                data = handle.read(limit)
+            after = os.fstat(fd)
+        finally:
+            os.close(fd)
+        complete = len(data) == after.st_size or 0 <= limit == len(data)
+        if not complete or (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
+            previous = None
+            continue
+        if after.st_mtime_ns < time.time_ns() - RACY_NS or data == previous:
+            return data, after
+        previous = data
+    raise ChangedWhileRead(errno.EAGAIN, "changed while it was read", path)
+
+
+def recently_modified(mtime_ns: int) -> bool:
+    """Modified so recently that a further change may leave size and mtime as they are."""
+    return mtime_ns >= time.time_ns() - RACY_NS
+
+
 def read_record(root: str, relative: str, info: os.stat_result, max_file_size: int) -> FileRecord | None:
-    """Hash and classify one file. Oversized files are hashed by their first megabyte and
-    size: enough to notice change, never a reason to read gigabytes."""
-    oversized = info.st_size > max_file_size
+    """Hash and classify one file, with the size and mtime of the version read. Oversized files
+    are hashed by their first megabyte and size: enough to notice change, never a reason to
+    read gigabytes. None when the file vanished or is no regular file any more; raises
+    PermissionError and ChangedWhileRead."""
+    path = f"{root}/{relative}"
     try:
-        with open(f"{root}/{relative}", "rb") as handle:
-            data = handle.read(OVERSIZED_HASH_BYTES if oversized else -1)
+        found = read_regular(path, OVERSIZED_HASH_BYTES if info.st_size > max_file_size else -1)
+        if found is not None and found[1].st_size <= max_file_size < info.st_size:
+            found = read_regular(path)  # it shrank since it was listed: read it all after all
+    except (PermissionError, ChangedWhileRead):
+        raise
     except OSError as exc:
         log.debug("cannot read %s: %s", relative, exc)
         return None
+    if found is None:
+        return None
+    data, info = found
+    oversized = info.st_size > max_file_size
     classification = classify(relative, data[:BINARY_SNIFF_BYTES])
-    digest = content_hash(data) if not oversized else f"{content_hash(data)[:24]}{info.st_size:08x}"
+    digest = (
+        content_hash(data)
+        if not oversized
+        else f"{content_hash(data[:OVERSIZED_HASH_BYTES])[:24]}{info.st_size:08x}"
+    )
     return FileRecord(
         path=relative,
         size=info.st_size,
@@ -265,7 +369,9 @@ def scan(
     batch_size: int = BATCH_SIZE,
 ) -> Iterator[ScanBatch]:
     """Compare the listed files with `known` (the index's view): stat first, read and hash
-    only when the stat changed. Yields batches; the last one carries the removed paths."""
+    only when the stat changed. Yields batches; the last one carries the removed paths. A file
+    that keeps changing while it is read keeps its row as it was (see `settling`); a workspace
+    folder gone by the end raises WorkspaceGone rather than taking every file with it."""
     base = str(root)
     prefix = base + "/"
     total = len(listing.paths)
@@ -298,7 +404,9 @@ def scan(
                 raise InterruptedError("scan cancelled")
         try:
             info = lstat(prefix + relative)
-        except OSError:
+        except OSError as exc:
+            if exc.errno in DENIED:  # a directory on the way may not be searched
+                batch.unreadable.append(relative)
             continue
         if not directory_inside(relative.rpartition("/")[0]):
             continue
@@ -312,10 +420,21 @@ def scan(
             seen.add(relative)
             batch.unchanged += 1
             continue
-        record = read_record(base, relative, info, max_file_size)
+        try:
+            record = read_record(base, relative, info, max_file_size)
+        except PermissionError:
+            batch.unreadable.append(relative)
+            continue
+        except ChangedWhileRead:
+            if previous is not None:  # its row stays as it was until it holds still
+                seen.add(relative)
+            batch.settling.append((relative, ""))
+            continue
         if record is None:
             continue
         seen.add(relative)
+        if recently_modified(record.mtime_ns):
+            batch.settling.append((relative, record.hash))
         batch.changed.append(record)
         batch.added += previous is None
         if len(batch.changed) >= batch_size:
@@ -323,6 +442,7 @@ def scan(
             batch = ScanBatch()
     if progress is not None:
         progress(total, total)
+    require_root(root)  # files that vanished with the folder are not gone from the workspace
     batch.removed = [path for path in known if path not in seen]
     yield batch
 
@@ -335,10 +455,14 @@ def scan_paths(
     *,
     git_mode: bool,
     max_file_size: int,
+    reread: bool = False,
 ) -> ScanBatch:
     """Re-examine a few paths (a save, a watcher event): changed ones are re-read, vanished or
-    now-ignored ones are reported removed."""
+    now-ignored ones are reported removed. With `reread`, files are read even when their stat
+    did not change (their content was found not to match the index). A workspace folder that
+    cannot be listed raises WorkspaceGone: its files are not known to be gone."""
     base = str(root)
+    require_root(root)
     batch = ScanBatch()
     candidates = [path for path in dict.fromkeys(paths) if is_utf8(path)]  # as a full scan does
     # Indexed paths passed the rules already (a rule change triggers a full rescan instead).
@@ -355,14 +479,46 @@ def scan_paths(
             if previous is not None:
                 batch.removed.append(relative)
             continue
-        if previous is not None and previous[1] == info.st_size and previous[2] == info.st_mtime_ns:
+        if (
+            not reread
+            and previous is not None
+            and previous[1] == info.st_size
+            and previous[2] == info.st_mtime_ns
+        ):
             batch.unchanged += 1
             continue
-        record = read_record(base, relative, info, max_file_size)
+        try:
+            record = read_record(base, relative, info, max_file_size)
+        except PermissionError:
+            batch.unreadable.append(relative)
+            record = None
+        except ChangedWhileRead:
+            batch.settling.append((relative, ""))
+            continue
         if record is not None:
+            if recently_modified(record.mtime_ns):
+                batch.settling.append((relative, record.hash))
             batch.changed.append(record)
             batch.added += previous is None
+        elif previous is not None:
+            batch.removed.append(relative)
     return batch
+
+
+def drifted(root: Path, read: Mapping[str, str], *, max_file_size: int) -> list[str]:
+    """Of files read before (path -> the hash read then), those whose content is not that any
+    more, or that cannot be read as a whole now."""
+    base = str(root)
+    found: list[str] = []
+    for relative, digest in read.items():
+        info = stat_inside(base, relative)
+        try:
+            record = read_record(base, relative, info, max_file_size) if info is not None else None
+        except OSError:
+            record = None
+        if record is None or record.hash != digest:
+            found.append(relative)
+    return found
 
 
 def git_check_ignore(root: Path, paths: list[str]) -> set[str]:

@@ -134,3 +134,37 @@ async def test_a_reindex_replaced_before_it_began_still_answers(indexed) -> None
     assert done, "reindex never answered"
     assert reindex.result().files > 0  # answered with the scan of the pass that replaced it
     await engine.wait_idle()
+
+
+async def test_a_reindex_replaced_while_it_scans_still_answers(indexed) -> None:
+    """Two reindex requests in a row: the first one's pass is already scanning when the second
+    replaces it, and its caller gets the second one's scan (not a cancellation, which would end
+    an MCP server's whole session)."""
+    engine, statuses = indexed
+    seen = len(statuses)
+    reindex = asyncio.ensure_future(engine.reindex())
+    for _ in range(10_000):
+        if any(status.phase == "scanning" for status in statuses[seen:]):
+            break
+        await asyncio.sleep(0.001)
+    second = asyncio.ensure_future(engine.reindex())
+    done, _ = await asyncio.wait({reindex, second}, timeout=10)
+    assert done == {reindex, second}, "a reindex never answered"
+    assert not reindex.cancelled() and reindex.result().files == len(SAMPLE_FILES) + 1
+    assert second.result().files == len(SAMPLE_FILES) + 1
+    await engine.wait_idle()
+
+
+async def test_cancelling_one_reindex_leaves_the_other_to_answer(indexed) -> None:
+    """The second reindex replaces the first one's pass, and its caller gives up: the first
+    caller still gets the scan, not the second one's cancellation."""
+    engine, _ = indexed
+    first = asyncio.ensure_future(engine.reindex())
+    await asyncio.sleep(0)
+    second = asyncio.ensure_future(engine.reindex())
+    await asyncio.sleep(0)
+    second.cancel()
+    done, _ = await asyncio.wait({first}, timeout=10)
+    assert done, "the first reindex never answered"
+    assert not first.cancelled() and first.result().files == len(SAMPLE_FILES) + 1
+    await engine.wait_idle()

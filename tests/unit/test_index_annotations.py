@@ -86,9 +86,9 @@ async def test_content_words_are_indexed_once_and_forgotten_with_the_last_copy(i
     assert (total, frequency) == (1, {"tokenizer": 1})
     assert sorted(hit.path for hit in await index.contents.search('"lexer"', limit=10)) == ["a.py", "b.py"]
     await index.files.apply_changes([], ["a.py"], current=STRUCTURAL)
-    assert await index.contents.drop_orphans() == 0  # b.py still has it
+    assert await index.annotations.drop_orphans() == 0  # b.py still has it
     await index.files.apply_changes([], ["b.py"], current=STRUCTURAL)
-    assert await index.contents.drop_orphans() == 1
+    assert await index.annotations.drop_orphans() == 1
     assert await index.contents.search('"lexer"', limit=10) == []
 
 

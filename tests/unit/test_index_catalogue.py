@@ -132,3 +132,25 @@ async def test_a_reader_cannot_write(tmp_path: Path) -> None:
     finally:
         await reader.close()
         await writer.close()
+
+
+async def test_counts_are_kept_until_the_next_commit_and_never_by_a_second_process(
+    index: Index, tmp_path: Path
+) -> None:
+    await index.files.apply_changes([record("a.py"), record("b.py")], [], current=CURRENT)
+    assert (await index.files.counts(current=CURRENT))[0] == {"pending": 2}
+    returned, _ = await index.files.counts(current=CURRENT)
+    returned["pending"] = 99  # a caller changing its copy changes nothing kept
+    assert (await index.files.counts(current=CURRENT))[0] == {"pending": 2}
+
+    await index.annotations.save(CURRENT, [("h-a.py", Annotation("A module.", ["x"], ["f"]))])
+    assert (await index.files.counts(current=CURRENT))[0] == {"annotated": 1, "pending": 1}
+    assert (await index.files.counts(current="model:x/y"))[0] == {"stale": 1, "pending": 1}
+
+    second = await Index.open_readonly(tmp_path / "index.sqlite3")
+    try:
+        assert (await second.files.counts(current=CURRENT))[0] == {"annotated": 1, "pending": 1}
+        await index.files.apply_changes([record("c.py")], [], current=CURRENT)  # the other process writes
+        assert (await second.files.counts(current=CURRENT))[0] == {"annotated": 1, "pending": 2}
+    finally:
+        await second.close()

@@ -11,12 +11,13 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from filescout.config import CONFIG_FILE
+from filescout.engine.background import Background
 from filescout.engine.board import StatusBoard
 from filescout.engine.hooks import Hooks
 from filescout.engine.scheduler import Scheduler
@@ -26,7 +27,18 @@ from filescout.ignore import FILESCOUTIGNORE, IgnoreRules
 from filescout.index import Index
 from filescout.progress import NullProgress, ProgressReporter
 from filescout.records import KnownFile, ScanTotals
-from filescout.scan import Listing, ScanBatch, enumerate_files, printable, scan, scan_paths
+from filescout.scan import (
+    RACY_NS,
+    Listing,
+    ScanBatch,
+    WorkspaceGone,
+    drifted,
+    enumerate_files,
+    printable,
+    require_root,
+    scan,
+    scan_paths,
+)
 from filescout.schedule import TOUCHED
 from filescout_protocol.types import Settings
 
@@ -68,6 +80,7 @@ class Indexer:
         scheduler: Scheduler,
         board: StatusBoard,
         hooks: Hooks,
+        background: Background,
     ) -> None:
         self.root = root
         self.settings = settings
@@ -77,10 +90,18 @@ class Indexer:
         self._scheduler = scheduler
         self._board = board
         self._hooks = hooks
+        self._background = background
+        self._settling: dict[str, str] = {}
+        """Files read within their timestamp tick (path -> hash read), to be read again after it."""
         self._rules: IgnoreRules | None = None
         self._git_mode = False
         self._undecodable: frozenset[str] = frozenset()
         """The names the last listing set aside; each new set is logged once."""
+        self._unlistable: list[str] = []
+        self._gone = False
+        """The last pass or rescan found the workspace folder gone."""
+        self._unreadable: frozenset[str] = frozenset()
+        """What the last full scan could not read; each new set is logged once."""
 
     @property
     def idle(self) -> bool:
@@ -128,6 +149,7 @@ class Indexer:
             await asyncio.shield(self._scheduler.structural.task)  # type: ignore[arg-type]  # started just above
             if reporter.is_cancelled():
                 raise asyncio.CancelledError
+            self._gone = False
             outcome = f"{result.files} files indexed, {progress.annotated} annotated"
             if board.last_error:
                 outcome += f"; {board.last_error}"
@@ -138,12 +160,16 @@ class Indexer:
         except asyncio.CancelledError:
             board.in_pass = False
             board.set_phase("idle", outcome)
-            if not scanned.done():
+            if not scanned.done() and self._scanned is scanned:  # a replaced pass's waiters get the next scan
                 scanned.cancel()
             raise
         except Exception as exc:
             full = board.storage_fault(exc)
-            if full is None:
+            if isinstance(exc, WorkspaceGone):  # said in words, no traceback
+                log.error("%s", exc)
+                board.last_error = str(exc)
+                self._gone = True
+            elif full is None:
                 log.exception("indexing failed")
                 board.last_error = f"{type(exc).__name__}: {exc}"
             outcome = f"indexing failed: {board.last_error}"
@@ -193,8 +219,13 @@ class Indexer:
         finally:
             loading.cancel()
             await asyncio.gather(loading, return_exceptions=True)
+        self._read_again_later(producer.settling)
+        unreadable = frozenset([*(f"{directory}/" for directory in self._unlistable), *producer.unreadable])
+        if unreadable != self._unreadable:
+            say_unreadable(unreadable)
+        self._unreadable = unreadable
         if totals.changed or totals.removed:
-            await self._index.contents.drop_orphans()
+            await self._index.annotations.drop_orphans()
         await self._index.meta.set(SKIPPED_NAMES, str(len(self._undecodable)))
         await self._index.meta.set("last_scan", utc_now())
         await self._index.meta.set(RULES_FINGERPRINT, rules.fingerprint)
@@ -219,6 +250,7 @@ class Indexer:
         """Remember how the last full scan listed the tree, for rescans of single paths; say
         once which files it had to leave out."""
         self._rules, self._git_mode = rules, listing.source == "git"
+        self._unlistable = listing.unlistable
         undecodable = frozenset(listing.undecodable)
         if undecodable and undecodable != self._undecodable:
             names = sorted(printable(path) for path in undecodable)
@@ -232,27 +264,39 @@ class Indexer:
             )
         self._undecodable = undecodable
 
-    async def refresh(self, paths: Sequence[str]) -> ScanBatch | None:
+    async def refresh(self, paths: Sequence[str], *, reread: bool = False) -> ScanBatch | None:
         """Re-examine files the editor reports as saved, created, changed or deleted; what
-        changed is re-annotated first. A changed ignore or config file triggers a full pass."""
+        changed is re-annotated first. A changed ignore or config file triggers a full pass.
+        `reread`: read them even if their stat did not change (their content was found not to
+        match the index)."""
         if not self._index.writable:
             return None
-        if any(path.rpartition("/")[2] in RULE_FILES for path in paths):
+        if any(path.rpartition("/")[2] in RULE_FILES for path in paths) or self._back():
             self.start("index")
             return None
         # git applies its own rules, so the current settings' rules are complete; a walk's rules
         # carry the .gitignore files it found, so those are kept until the next walk.
         rules = self.ignore_rules() if self._git_mode or self._rules is None else self._rules
         known = await self._index.files.known_among(paths)
-        batch = await asyncio.to_thread(
-            scan_paths,
-            self.root,
-            paths,
-            known,
-            rules,
-            git_mode=self._git_mode,
-            max_file_size=self.settings.max_file_size,
-        )
+        try:
+            batch = await asyncio.to_thread(
+                scan_paths,
+                self.root,
+                paths,
+                known,
+                rules,
+                git_mode=self._git_mode,
+                max_file_size=self.settings.max_file_size,
+                reread=reread,
+            )
+        except WorkspaceGone as exc:  # its files are kept
+            if not self._gone:
+                log.error("%s", exc)
+            self._board.last_error, self._gone = str(exc), True
+            return None
+        if batch.unreadable:
+            say_unreadable(batch.unreadable)
+        self._read_again_later(batch.settling)
         if batch.changed or batch.removed:
             try:
                 await self._index.files.apply_changes(
@@ -266,6 +310,37 @@ class Indexer:
             self._scheduler.ensure_draining()
         return batch
 
+    def _read_again_later(self, settling: Sequence[tuple[str, str]]) -> None:
+        """A file read within its modification's timestamp tick may be rewritten, same size,
+        without its stat showing it (or may have been read half rewritten), and one that kept
+        changing while read was not stored at all: read each once more when the tick is over,
+        when a read that matches the file's stat is one whole version, and rescan those whose
+        content is not what was stored."""
+        if not settling or self._board.closed:
+            return
+        idle = not self._settling
+        self._settling.update(settling)
+        if idle:
+            self._background.spawn(self._settle())
+
+    async def _settle(self) -> None:
+        await asyncio.sleep(RACY_NS / 1e9 + 0.1)
+        read, self._settling = self._settling, {}
+        changed = await asyncio.to_thread(drifted, self.root, read, max_file_size=self.settings.max_file_size)
+        if changed:
+            await self.refresh(changed, reread=True)
+
+    def _back(self) -> bool:
+        """Whether the workspace folder was found gone and is back: a full pass brings the
+        index up to date with whatever it holds now."""
+        if not self._gone:
+            return False
+        try:
+            require_root(self.root)
+        except WorkspaceGone:
+            return False
+        return True
+
     async def reconcile_every(self, interval: float) -> None:
         """Rescan quietly every `interval` seconds, for changes no editor reported."""
         if interval <= 0:
@@ -274,6 +349,20 @@ class Indexer:
             await asyncio.sleep(interval)
             if self.idle and self._index.writable:
                 self.start("index", quiet=True)
+
+
+def say_unreadable(paths: Collection[str]) -> None:
+    """Name the files and folders left out because they may not be read."""
+    if not paths:
+        return
+    names = sorted(printable(path) for path in paths)
+    more = len(names) - NAMED_IN_WARNING
+    log.warning(
+        "%d files or folders left out of the index: permission denied reading them: %s%s",
+        len(names),
+        ", ".join(names[:NAMED_IN_WARNING]),
+        f" and {more} more" if more > 0 else "",
+    )
 
 
 class ScanProducer:
@@ -297,6 +386,8 @@ class ScanProducer:
         self._loop = asyncio.get_running_loop()
         self._stop = threading.Event()
         self._batches: asyncio.Queue[ScanBatch | BaseException | None] = asyncio.Queue(HANDOFF_DEPTH)
+        self.unreadable: list[str] = []
+        self.settling: list[tuple[str, str]] = []
 
     async def store_batches(self, index: Index, current: str) -> ScanTotals:
         producer = self._loop.run_in_executor(None, self._produce)
@@ -308,6 +399,8 @@ class ScanProducer:
                 if isinstance(item, BaseException):
                     raise item
                 renamed = await index.files.apply_changes(item.changed, item.removed, current=current)
+                self.unreadable.extend(item.unreadable)
+                self.settling.extend(item.settling)
                 totals = dataclasses.replace(
                     totals,
                     added=totals.added + item.added,

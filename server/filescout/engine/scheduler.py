@@ -17,6 +17,7 @@ from filescout.engine.structural_worker import Rescan, StructuralWorker
 from filescout.imports import import_candidates
 from filescout.index import Index
 from filescout.records import FileEntry
+from filescout.scan import read_regular
 from filescout.schedule import BACKGROUND, NEIGHBOUR, TOUCHED
 
 NEIGHBOURS_PER_TOUCH = 24
@@ -160,7 +161,7 @@ class Scheduler:
 
     def _head_text(self, path: str) -> str:
         try:
-            with open(self._root / path, "rb") as handle:
-                return handle.read(HEAD_BYTES).decode("utf-8", errors="replace")
+            found = read_regular(str(self._root / path), HEAD_BYTES)
         except OSError:
             return ""
+        return found[0].decode("utf-8", errors="replace") if found is not None else ""

@@ -16,7 +16,7 @@ from filescout.engine.board import StatusBoard
 from filescout.index import Index
 from filescout.progress import NullProgress, ProgressReporter
 from filescout.records import FileToAnnotate, PendingFile
-from filescout.scan import content_hash
+from filescout.scan import content_hash, read_regular
 from filescout.schedule import AnnotationQueue
 
 log = logging.getLogger(__name__)
@@ -41,14 +41,15 @@ class PassProgress:
 
 
 def read_text(root: Path, pending: PendingFile) -> FileToAnnotate | None:
-    """The file's text if it still has the content the index knows; None if it changed or
-    vanished since the scan."""
+    """The file's text if it still has the content the index knows; None if it changed,
+    vanished or is no regular file any more (a FIFO there is never waited on)."""
     try:
-        data = (root / pending.path).read_bytes()
+        found = read_regular(str(root / pending.path))
     except OSError:
         return None
-    if content_hash(data) != pending.hash:
+    if found is None or content_hash(found[0]) != pending.hash:
         return None
+    data = found[0]
     text = data[:MAX_ANNOTATION_CHARS].decode("utf-8", errors="replace")
     return FileToAnnotate(
         path=pending.path, hash=pending.hash, language=pending.language, kind=pending.kind, text=text

@@ -66,9 +66,11 @@ class Workspace:
             self._board,
             self._background,
             hooks,
-            rescan=lambda paths: self._background.spawn(self._indexer.refresh(paths)),
+            rescan=lambda paths: self._background.spawn(self._indexer.refresh(paths, reread=True)),
         )
-        self._indexer = Indexer(root, settings, self._index, self._scheduler, self._board, hooks)
+        self._indexer = Indexer(
+            root, settings, self._index, self._scheduler, self._board, hooks, self._background
+        )
         self._listing = FileListing(root, self._index)
 
     @classmethod
@@ -173,7 +175,9 @@ class Workspace:
     async def reindex(self) -> ReindexResult:
         """Rescan now; returns once the scan is stored (annotation continues)."""
         self._roles.require_writer("reindex")
-        totals = await self._indexer.start("reindex")
+        # Shielded: the scan is shared (a pass that replaces this one hands it its own), so a
+        # caller who gives up must not cancel it for the others.
+        totals = await asyncio.shield(self._indexer.start("reindex"))
         return ReindexResult(
             added=totals.added,
             changed=totals.changed,

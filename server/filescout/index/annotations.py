@@ -69,6 +69,22 @@ class Annotations:
                 await ContentIndex.store(db, bodies)
             await Catalogue.show(db, annotator, [digest for digest, _ in annotations], replace=replace)
 
+    async def drop_orphans(self) -> int:
+        """Forget the content words of contents no file has any more, and the machine
+        annotations made from them, in one transaction: content that comes back (a deleted
+        file restored, a revert) is then annotated again, which indexes its words again,
+        instead of showing an annotation whose words are gone. Model annotations stay (they
+        cost money, and a revert finds them). Returns how many contents were forgotten."""
+        machine = " OR ".join(f"annotator LIKE '{prefix}%'" for prefix in MACHINE_ANNOTATORS)
+        async with self._db.transaction() as db:
+            hashes = await ContentIndex.drop_orphans(db)
+            if hashes:
+                await db.execute(
+                    f"DELETE FROM annotations WHERE hash IN (SELECT value FROM json_each(?)) AND ({machine})",
+                    (json_list(hashes),),
+                )
+        return len(hashes)
+
     async def of(self, annotator: str, hashes: Iterable[str]) -> dict[str, Annotation]:
         """`annotator`'s annotations of these contents."""
         rows = await self._db.reader.execute_fetchall(
@@ -109,14 +125,18 @@ class Annotations:
     async def backlog(self, annotator: str, *, machine: bool) -> list[str]:
         """Files waiting for `annotator`, in the default order: frequently and recently used
         first, then source before tests, docs and data, then small before large. For a
-        machine annotator: files that show no annotation, or an older machine annotator's; for
-        a model: files that do not show its annotation. Both conditions are on the file row,
-        so a workspace with nothing to do answers from an index at once."""
+        machine annotator: files that show no annotation, or an older machine annotator's, or a
+        model's while their content has none of this annotator's; for a model: files that do
+        not show its annotation. Without a model the conditions are on the file row only, so a
+        workspace with nothing to do answers from an index at once."""
         if machine:
+            by_machine = " OR ".join(f"f.annotator LIKE '{prefix}%'" for prefix in MACHINE_ANNOTATORS)
+            # A file showing a model's annotation still needs this one's when its content has
+            # none: a content that came back after its words were forgotten, say.
             shown = (
-                "(f.annotator IS NULL OR (f.annotator != :annotator AND ("
-                + " OR ".join(f"f.annotator LIKE '{prefix}%'" for prefix in MACHINE_ANNOTATORS)
-                + ")))"
+                f"(f.annotator IS NULL OR (f.annotator != :annotator AND ({by_machine}))"
+                f" OR (NOT ({by_machine}) AND NOT EXISTS (SELECT 1 FROM annotations AS own"
+                " WHERE own.hash = f.hash AND own.annotator = :annotator)))"
             )
         else:
             shown = "(f.annotator IS NULL OR f.annotator != :annotator)"

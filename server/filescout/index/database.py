@@ -1,8 +1,9 @@
 """Connections, transactions and migrations.
 
-An aiosqlite writer owns every transaction, and two query-only readers answer requests, so a
-request reads a consistent WAL snapshot while indexing writes, and a question's two full-text
-searches run side by side (one on each reader).
+An aiosqlite writer owns every transaction, and query-only readers answer requests, so a request
+reads a consistent WAL snapshot while indexing writes. Questions search on a small pool of
+readers sized from the machine's cores: SQLite releases the GIL while it searches, so the
+statements of many questions run side by side on as many threads.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import asyncio
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import quote
@@ -24,15 +25,27 @@ from filescout.index.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, s
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5000
-# Page caches. The default 2 MB makes every question reread the full-text indexes; the writer
-# mostly appends, so it gets less; so does the reader for listings. Together they bound the index's
-# share of memory at 48 MB.
-READER_CACHE_KIB = 16_000
+# Page caches. The default 2 MB makes every question reread the full-text indexes, so the
+# questions' readers share 32 MB; the writer mostly appends and the listings' reader reads rows in
+# order, so they get less. Together they bound the index's share of memory at 48 MB.
 WRITER_CACHE_KIB = 8_000
-READER_CACHES_KIB = (WRITER_CACHE_KIB, READER_CACHE_KIB, READER_CACHE_KIB)
-"""The client-facing reader (listings, counts) reads rows in order and needs less than the two
-that run the questions' full-text searches."""
-READERS = len(READER_CACHES_KIB)
+LISTING_CACHE_KIB = 8_000
+QUESTION_CACHES_KIB = 32_000
+MIN_QUESTION_CACHE_KIB = 6_000
+MAX_QUESTION_READERS = 6
+"""Past a handful of searching threads, a question's Python work on the event loop is what
+bounds a burst of them."""
+
+
+def question_readers(cpus: int | None = None) -> int:
+    """How many connections questions search on: one per core, at least two (a question's two
+    searches side by side), at most MAX_QUESTION_READERS."""
+    return max(2, min(cpus if cpus is not None else (os.cpu_count() or 1), MAX_QUESTION_READERS))
+
+
+def question_cache_kib(readers: int) -> int:
+    return max(QUESTION_CACHES_KIB // readers, MIN_QUESTION_CACHE_KIB)
+
 
 _encode = msgspec.json.encode
 
@@ -47,26 +60,65 @@ class IndexUnusable(Exception):
     """The file exists but is not a filescout index this version can use."""
 
 
+class QuestionReaders:
+    """The connections questions search on. Each statement takes whichever is free, so a burst
+    of questions spreads over all of them, and the listings, counts and lookups a client waits
+    on (`Database.reader`) never queue behind it."""
+
+    def __init__(self, connections: Sequence[aiosqlite.Connection]) -> None:
+        self._connections: list[aiosqlite.Connection] = []
+        self._free: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+        self.replace(connections)
+
+    @property
+    def connections(self) -> list[aiosqlite.Connection]:
+        return list(self._connections)
+
+    def replace(self, connections: Sequence[aiosqlite.Connection]) -> list[aiosqlite.Connection]:
+        """Serve from `connections` from now on; returns the previous ones, for closing. A
+        statement still running on one of those finishes (or fails) there and gives nothing back."""
+        previous, self._connections = self._connections, list(connections)
+        while not self._free.empty():
+            self._free.get_nowait()
+        for connection in self._connections:
+            self._free.put_nowait(connection)
+        return previous
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[aiosqlite.Connection]:
+        connection = await self._free.get()
+        try:
+            yield connection
+        finally:
+            if connection in self._connections:
+                self._free.put_nowait(connection)
+
+    async def fetchall(
+        self, sql: str, parameters: Sequence[object] | dict[str, object] = ()
+    ) -> list[sqlite3.Row]:
+        async with self.connection() as connection:
+            return list(await connection.execute_fetchall(sql, parameters))
+
+
 class Database:
-    """The connections of one index file: a writer and three readers, each with its own
-    thread. Questions' full-text searches take `search_reader` and `content_reader` (side by
-    side), so the listings, counts and lookups a client waits on (`reader`) never queue
-    behind a burst of questions."""
+    """The connections of one index file, each with its own thread: a writer, a reader for what a
+    client waits on (listings, counts, lookups), and the questions' readers."""
 
     def __init__(
         self,
         path: Path,
         writer: aiosqlite.Connection | None,
         reader: aiosqlite.Connection,
-        search_reader: aiosqlite.Connection,
-        content_reader: aiosqlite.Connection,
+        questions: Sequence[aiosqlite.Connection],
     ) -> None:
         self.path = path
         self._writer = writer
         self.reader = reader
-        self.search_reader = search_reader
-        self.content_reader = content_reader
+        self.questions = QuestionReaders(questions)
         self._write_lock = asyncio.Lock()
+        self.generation = 0
+        """Bumped by every commit of this process's writer (and by a takeover): while it is
+        unchanged, and this process is the only writer, what was read is still true."""
 
     @classmethod
     async def open(cls, path: Path) -> Database:
@@ -80,13 +132,13 @@ class Database:
         try:
             await _configure(writer, WRITER_CACHE_KIB)
             await _migrate(writer)
-            for cache_kib in READER_CACHES_KIB:
+            for cache_kib in _reader_caches_kib():
                 readers.append(await _open_reader(path, cache_kib))
         except BaseException:
             for connection in (writer, *readers):
                 await connection.close()
             raise
-        return cls(path, writer, *readers)
+        return cls(path, writer, readers[0], readers[1:])
 
     @classmethod
     async def open_readonly(cls, path: Path) -> Database:
@@ -94,18 +146,19 @@ class Database:
         created it at this version."""
         if not path.exists():
             raise IndexUnusable("the index does not exist yet")
-        readers = [await _open_reader(path, READER_CACHES_KIB[0])]
+        caches_kib = _reader_caches_kib()
+        readers = [await _open_reader(path, caches_kib[0])]
         try:
             version = await _schema_version(readers[0])
             if version != SCHEMA_VERSION:
                 raise IndexUnusable(f"index schema {version}, this filescout reads {SCHEMA_VERSION}")
-            for cache_kib in READER_CACHES_KIB[1:]:
+            for cache_kib in caches_kib[1:]:
                 readers.append(await _open_reader(path, cache_kib))
         except BaseException:
             for connection in readers:
                 await connection.close()
             raise
-        return cls(path, None, *readers)
+        return cls(path, None, readers[0], readers[1:])
 
     @classmethod
     async def open_unwritable(cls, path: Path) -> Database:
@@ -114,19 +167,20 @@ class Database:
         SQLite could not otherwise read it there (a WAL index without its shared-memory file)."""
         if not path.exists():
             raise IndexUnusable("the index does not exist")
+        caches_kib = _reader_caches_kib()
         readers: list[aiosqlite.Connection] = []
         try:
-            readers.append(await _open_unwritable_reader(path))
+            readers.append(await _open_unwritable_reader(path, caches_kib[0]))
             version = await _schema_version(readers[0])
             if version != SCHEMA_VERSION:
                 raise IndexUnusable(f"index schema {version}, this filescout reads {SCHEMA_VERSION}")
-            for _ in range(READERS - 1):
-                readers.append(await _open_unwritable_reader(path))
+            for cache_kib in caches_kib[1:]:
+                readers.append(await _open_unwritable_reader(path, cache_kib))
         except BaseException:
             for connection in readers:
                 await connection.close()
             raise
-        return cls(path, None, *readers)
+        return cls(path, None, readers[0], readers[1:])
 
     @property
     def writable(self) -> bool:
@@ -134,19 +188,16 @@ class Database:
 
     @property
     def _connections(self) -> tuple[aiosqlite.Connection | None, ...]:
-        return (self.content_reader, self.search_reader, self.reader, self._writer)
+        return (*self.questions.connections, self.reader, self._writer)
 
     async def adopt(self, other: Database) -> None:
         """Take over `other`'s connections (a reader becoming the writer), closing ours: every
         room keeps its reference to this object and sees the new connections at once."""
         async with self._write_lock:
-            previous = self._connections
-            self._writer, self.reader, self.search_reader, self.content_reader = (
-                other._writer,
-                other.reader,
-                other.search_reader,
-                other.content_reader,
-            )
+            previous: list[aiosqlite.Connection | None] = [self.reader, self._writer]
+            previous += self.questions.replace(other.questions.connections)
+            self._writer, self.reader = other._writer, other.reader
+            self.generation += 1
         for connection in previous:
             if connection is not None:
                 await _close_quietly(connection, self.path)
@@ -176,6 +227,7 @@ class Database:
                 await _to_completion(writer.execute("BEGIN IMMEDIATE"))
                 yield writer
                 await _to_completion(writer.execute("COMMIT"))
+                self.generation += 1
             except BaseException:
                 if writer.in_transaction:  # the body failed, or COMMIT did (busy, I/O, full)
                     await _to_completion(writer.execute("ROLLBACK"))
@@ -214,7 +266,13 @@ async def _configure(db: aiosqlite.Connection, cache_kib: int) -> None:
     await db.execute(f"PRAGMA cache_size = -{cache_kib}")
 
 
-async def _open_reader(path: Path, cache_kib: int = READER_CACHE_KIB) -> aiosqlite.Connection:
+def _reader_caches_kib() -> list[int]:
+    """Page cache sizes of the listings' reader, then of each question reader."""
+    readers = question_readers()
+    return [LISTING_CACHE_KIB, *[question_cache_kib(readers)] * readers]
+
+
+async def _open_reader(path: Path, cache_kib: int) -> aiosqlite.Connection:
     reader = await aiosqlite.connect(path, isolation_level=None)
     try:
         await _configure(reader, cache_kib)
@@ -225,14 +283,14 @@ async def _open_reader(path: Path, cache_kib: int = READER_CACHE_KIB) -> aiosqli
     return reader
 
 
-async def _open_unwritable_reader(path: Path) -> aiosqlite.Connection:
+async def _open_unwritable_reader(path: Path, cache_kib: int) -> aiosqlite.Connection:
     location = "file:" + quote(str(path))
     failure: sqlite3.Error | None = None
     for options in ("mode=ro", "mode=ro&immutable=1"):
         reader = await aiosqlite.connect(f"{location}?{options}", uri=True, isolation_level=None)
         try:
             await reader.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            await reader.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB}")
+            await reader.execute(f"PRAGMA cache_size = -{cache_kib}")
             await reader.execute("PRAGMA temp_store = MEMORY")
             await reader.execute("PRAGMA query_only = ON")
             await reader.execute_fetchall("SELECT count(*) FROM sqlite_master")  # opens the file

@@ -72,7 +72,7 @@ class DescriptionIndex:
     async def search(self, match: str, *, limit: int, weights: DescriptionWeights) -> list[SearchHit]:
         """BM25 with column weights (SQLite ranks lower-is-better; returned as a positive
         score, higher is better)."""
-        rows = await self._db.search_reader.execute_fetchall(
+        rows = await self._db.questions.fetchall(
             f"""
             SELECT f.path, hit.score, f.kind, ac.rank FROM (
                 SELECT rowid, bm25(files_fts, {", ".join(str(float(w)) for w in weights)}) AS score
@@ -113,38 +113,40 @@ class ContentIndex:
             [(body, digest) for digest, body in fresh.items()],
         )
 
-    async def drop_orphans(self) -> int:
-        """Forget the words of contents no file has any more (after deletions and edits)."""
-        async with self._db.transaction() as db:
-            rows = list(
-                await db.execute_fetchall(
-                    "SELECT id, words FROM contents WHERE hash NOT IN (SELECT hash FROM files)"
-                )
+    @staticmethod
+    async def drop_orphans(db: aiosqlite.Connection) -> list[str]:
+        """Inside a transaction: forget the words of contents no file has any more (after
+        deletions and edits). Returns those contents' hashes."""
+        rows = list(
+            await db.execute_fetchall(
+                "SELECT id, hash, words FROM contents WHERE hash NOT IN (SELECT hash FROM files)"
             )
-            if rows:
-                await db.executemany(
-                    "INSERT INTO body_fts(body_fts, rowid, body) VALUES ('delete', ?, ?)",
-                    [(content_id, zlib.decompress(words).decode()) for content_id, words in rows],
-                )
-                await db.executemany(
-                    "DELETE FROM contents WHERE id = ?", [(content_id,) for content_id, _ in rows]
-                )
-        return len(rows)
+        )
+        if rows:
+            await db.executemany(
+                "INSERT INTO body_fts(body_fts, rowid, body) VALUES ('delete', ?, ?)",
+                [(content_id, zlib.decompress(words).decode()) for content_id, _, words in rows],
+            )
+            await db.executemany(
+                "DELETE FROM contents WHERE id = ?", [(content_id,) for content_id, _, _ in rows]
+            )
+        return [str(digest) for _, digest, _ in rows]
 
     async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(indexed contents, how many contain each term): to drop terms too common to tell
         files apart before they cost a scan of most of the index."""
-        ((count,),) = await self._db.search_reader.execute_fetchall("SELECT count(*) FROM contents")
-        rows = await self._db.search_reader.execute_fetchall(
-            "SELECT term, doc FROM body_terms WHERE term IN (SELECT value FROM json_each(?))",
-            (json_list(terms),),
-        )
+        async with self._db.questions.connection() as reader:
+            ((count,),) = await reader.execute_fetchall("SELECT count(*) FROM contents")
+            rows = await reader.execute_fetchall(
+                "SELECT term, doc FROM body_terms WHERE term IN (SELECT value FROM json_each(?))",
+                (json_list(terms),),
+            )
         return int(count), {str(term): int(documents) for term, documents in rows}
 
     async def search(self, match: str, *, limit: int) -> list[SearchHit]:
-        """BM25 over content words; every path with a matching content is a hit. Runs on the
-        second reader, so it overlaps with the description search."""
-        rows = await self._db.content_reader.execute_fetchall(
+        """BM25 over content words; every path with a matching content is a hit. Takes its own
+        question reader, so it overlaps with the description search."""
+        rows = await self._db.questions.fetchall(
             """
             SELECT f.path, hit.score, f.kind, ac.rank FROM (
                 SELECT rowid, bm25(body_fts) AS score
