@@ -1,11 +1,14 @@
 """Relevance benchmark: which files matter for a request? Real commits of public repositories.
 
-    python bench/relevance.py --cases CASES.jsonl --repos DIR [--work DIR] [--model ...]
+    python bench/relevance.py --cases CASES.jsonl --repos DIR [--work DIR] [--history]
 
 Each case (see the cases file's README) is a commit: the request is its message, the answer the
 source files it modified, the workspace its parent's tree. `--repos` holds one git repository per
 `owner/name`, as `DIR/owner+name` (an ordinary clone, or a bare one at `DIR/owner+name/repo`).
-Workspaces are extracted with `git archive` under `--work`.
+Workspaces are extracted with `git archive` under `--work` (plain trees, no history); with
+`--history` each is instead a git work tree at the parent whose history holds the parent's
+ancestors only (`git init`, the clone's objects as alternates, one branch at the parent), under
+`--work`/with-history.
 
 filescout indexes each workspace with the embedded default (structural annotations, no model) and
 answers `files/findRelevant` through the same engine the server uses; the plain BM25-over-content
@@ -22,6 +25,7 @@ import math
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -183,6 +187,7 @@ def git_dir(repos: Path, repo: str) -> Path:
 
 
 def workspace(work: Path, repos: Path, repo: str, parent: str) -> Path:
+    """The parent's tree alone, as a tarball or a fresh checkout without history gives it."""
     target = work / repo.replace("/", "+") / parent
     if not (target / ".done").exists():
         target.mkdir(parents=True, exist_ok=True)
@@ -191,6 +196,26 @@ def workspace(work: Path, repos: Path, repo: str, parent: str) -> Path:
         ).stdout
         subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
         (target / ".done").write_text("")
+    return target
+
+
+def workspace_with_history(work: Path, repos: Path, repo: str, parent: str) -> Path:
+    """A git work tree at the parent whose history holds the parent's ancestors only: a new
+    repository borrowing the clone's objects (alternates), with one branch at the parent. No ref
+    names a later commit, so `git log` cannot see the change or anything after it."""
+    target = work / "with-history" / repo.replace("/", "+") / parent
+    done = target / ".git" / "bench-done"
+    if not done.exists():
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        objects = (git_dir(repos, repo) / "objects").resolve()
+        git = ["git", "-C", str(target)]
+        subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+        (target / ".git" / "objects" / "info" / "alternates").write_text(f"{objects}\n")
+        subprocess.run([*git, "update-ref", "refs/heads/main", parent], check=True)
+        subprocess.run([*git, "checkout", "-q", "-f", "main"], check=True)
+        done.write_text("")
     return target
 
 
@@ -219,7 +244,8 @@ async def main_async(args: argparse.Namespace) -> int:
     misses: list[str] = []
     with tempfile.TemporaryDirectory(prefix="filescout-relevance-") as temporary:
         for number, case in enumerate(cases, 1):
-            root = workspace(args.work, args.repos, case["repo"], case["parent"])
+            build = workspace_with_history if args.history else workspace
+            root = build(args.work, args.repos, case["repo"], case["parent"])
             ranked, seconds, indexed = await filescout_rank(
                 root, case["query"], Path(temporary) / str(number), 100
             )
@@ -242,7 +268,10 @@ async def main_async(args: argparse.Namespace) -> int:
         f"## Relevance — {datetime.now(timezone.utc):%Y-%m-%d}, {platform.machine()}, "
         f"Python {platform.python_version()}\n"
     )
-    print(f"{len(cases)} cases; filescout without a model (structural annotations, prefilter stage)\n")
+    kind = "workspaces with history (git clones at the parent)" if args.history else "plain trees"
+    print(
+        f"{len(cases)} cases in {kind}; filescout without a model (structural annotations, prefilter stage)\n"
+    )
     print("| repo | n | system | R@1 | R@5 | R@10 | Acc@5 | MRR | median query ms |")
     print("|---|---|---|---|---|---|---|---|---|")
     for repo in [*sorted(key for key in ours if key != "all"), "all"]:
@@ -274,6 +303,11 @@ def main() -> int:
     parser.add_argument("--repo", action="append", help="only these repositories")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--misses", action="store_true", help="list the cases missed at 5")
+    parser.add_argument(
+        "--history",
+        action="store_true",
+        help="workspaces are git work trees whose history ends at the parent (under WORK/with-history)",
+    )
     return asyncio.run(main_async(parser.parse_args()))
 
 

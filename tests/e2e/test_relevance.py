@@ -165,7 +165,7 @@ async def test_find_relevant_scope_limit_and_reasons(shop) -> None:
     named, _ = await find(client, query="the apply_discount function in cart.py rounds wrongly")
     assert named["items"][0]["path"] == "src/shop/cart.py"
     assert "names this file" in named["items"][0]["reason"]
-    assert "defines apply_discount" in named["items"][0]["reason"]
+    assert "defines `apply_discount` the question mentions" in named["items"][0]["reason"]
 
 
 async def test_find_relevant_prefers_source_unless_asked(shop) -> None:

@@ -11,7 +11,7 @@ from filescout.classify import classify
 from filescout.index import Index
 from filescout.records import FileRecord, FileToAnnotate
 from filescout.relevance.filters import PathFilter
-from filescout.relevance.prefilter import prefilter, telling_terms
+from filescout.relevance.prefilter import TextMatches, find_named_files, prefilter, telling_terms
 from filescout.relevance.query import analyse
 
 FILES = {
@@ -20,6 +20,9 @@ FILES = {
     "app/templating.py": "def render_template(name):\n    return name  # routing helpers are elsewhere\n",
     "tests/test_routing.py": "from app.routing import Router\n\ndef test_add_route():\n    Router().add_route('/', None)\n",
     "docs/routing.md": "# Routing\n\nHow routes are matched and how url_for builds a route.\n",
+    "app/links.py": "from app.routing import url_for\n\ndef home():\n    return url_for('home')\n\n"
+    "def about():\n    return url_for('about') or url_for('home') or url_for('index')\n",
+    "app/template.py": "def pick(names):\n    return names[0]\n",
 }
 
 
@@ -56,7 +59,26 @@ async def test_a_named_symbol_lifts_the_file_that_defines_it(index: Index) -> No
         index, analyse("`url_for` returns the wrong name"), limit=5, scope=PathFilter(), current=ANNOTATOR_ID
     )
     assert found[0].item.path == "app/routing.py"
-    assert any("defines url_for" in reason for reason in found[0].reasons)
+    assert "defines `url_for` the question mentions" in found[0].reasons
+    users = [candidate for candidate in found if candidate.item.path == "app/links.py"]
+    assert users and not any("defines" in reason for reason in users[0].reasons)
+
+
+async def test_the_file_defining_a_mentioned_symbol_comes_before_its_busier_users(index: Index) -> None:
+    ranked = await ranking(index, "url_for builds the wrong links")
+    assert ranked.index("app/routing.py") < ranked.index("app/links.py")
+
+
+async def test_a_named_file_is_said_to_be_named_and_an_ordinary_word_is_not(index: Index) -> None:
+    plain = await prefilter(
+        index, analyse("which template do we pick"), limit=5, scope=PathFilter(), current=ANNOTATOR_ID
+    )
+    assert not any("names this file" in reason for candidate in plain for reason in candidate.reasons)
+    named = await prefilter(
+        index, analyse("which names does template.py pick"), limit=5, scope=PathFilter(), current=ANNOTATOR_ID
+    )
+    assert named[0].item.path == "app/template.py"
+    assert "the question names this file" in named[0].reasons
 
 
 async def test_scope_limits_the_candidates(index: Index) -> None:
@@ -68,3 +90,13 @@ def test_common_terms_are_dropped_only_in_large_indexes() -> None:
     assert telling_terms(terms, {"the": 900, "route": 3}, total=1000) == terms  # small: keep all
     frequency = {"the": 50_000, "route": 30, "handler": 400}
     assert telling_terms(terms, frequency, total=100_000) == ["route", "handler"]
+
+
+async def test_a_named_file_the_searches_missed_is_looked_up_by_its_name(index: Index) -> None:
+    matches = TextMatches()  # as if the full-text searches had not ranked it among the best
+    await find_named_files(index, analyse("crash in `template.py` and in missing.py"), matches)
+    assert list(matches.hits) == ["app/template.py"]  # not app/templating.py, whose words stem alike
+    assert matches.scores["app/template.py"][0] > 0
+    found = TextMatches()
+    await find_named_files(index, analyse("how is a template picked"), found)
+    assert not found.hits

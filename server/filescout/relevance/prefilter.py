@@ -4,20 +4,27 @@ with what the question names, the kind of file, and how much the user works with
 Two BM25 rankings are combined: one over what describes a file (path words, symbols, summary,
 tags; FTS5 column weights), one over its content's words. Each normalises by its own document
 lengths, so a long file's content does not drown its path and symbols. The fused score is then
-adjusted: files the question names (`routing.py`, `url_for`) move up; tests, docs, config and
-data move down unless the question is about them; frecently used files get a small lift.
+adjusted: files the question names (`src/app/routing.py`, `routing.py`, `app.routing`, a stack
+frame, `fix(routing):`) move up, and so do the files that define a symbol it mentions
+(`url_for`, `RouteMap`), more than the files that merely use it (mentions.py tells mentions from
+ordinary words); tests, docs, config and data move down unless the question is about them or
+names them; frecently used files get a small lift.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from filescout.classify import SOURCE_LANGUAGES
 from filescout.index import Index
 from filescout.index.access import current_score
 from filescout.records import FileEntry, SearchHit
 from filescout.relevance.filters import PathFilter
+from filescout.relevance.mentions import Naming, defined, name_files, unmatched_names
 from filescout.relevance.query import Query, expression
 from filescout.text import path_words, words
 
@@ -35,8 +42,16 @@ KIND_PRIOR = {
     "generated": 0.2,
     "binary": 0.0,
 }
-NAMED_FILE = 0.3
-NAMED_SYMBOL = 0.15
+DEFINES_MENTIONED = 1.0
+"""Lift for defining a symbol the question mentions, shared among the leaders that define it:
+as much as being named by path (mentions.NAMES_PATH)."""
+LEADERS_BEYOND_LIMIT = 10
+SYMBOL_POOL = 50
+"""The leading files whose symbols are read, however few are asked for."""
+NAMED_POOL = 50
+"""At most this many files for the names written in a question that the searches missed."""
+STEM_WORD = 0.3
+"""Lift for a file whose stem is a plain word of the question, shared among such files."""
 FRECENCY = 0.15
 FRECENCY_SATURATION = 4.0
 COMMON_SHARE = 0.1
@@ -57,10 +72,6 @@ class Candidate:
 
 async def _nothing() -> list[SearchHit]:
     return []
-
-
-def _stem(path: str) -> str:
-    return path.rsplit("/", 1)[-1].split(".", 1)[0].lower()
 
 
 def telling_terms(terms: list[str], frequency: dict[str, int], total: int) -> list[str]:
@@ -113,6 +124,46 @@ async def search_both(index: Index, terms: list[str], *, limit: int) -> TextMatc
     return matches
 
 
+def _stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1].split(".", 1)[0].lower()
+
+
+def word_stem_lifts(terms: Sequence[str], paths: Iterable[str]) -> dict[str, float]:
+    """A plain word of the question that is a file's stem ("the lexer") is no mention, but it
+    tells a little, in proportion to how few files it could mean: in a workspace of many
+    `template.go` files the word "template" lifts each of them by next to nothing."""
+    plain = {term for term in terms if len(term) >= 3}
+    by_stem: dict[str, list[str]] = {}
+    for path in paths:
+        stem = _stem(path)
+        if stem in plain:
+            by_stem.setdefault(stem, []).append(path)
+    return {path: STEM_WORD / len(same) for same in by_stem.values() for path in same}
+
+
+async def find_named_files(index: Index, query: Query, matches: TextMatches) -> None:
+    """Add the files the question names by name that the searches missed: in a large workspace
+    `index.d.ts` is made of words too common to rank. Only the path words are searched, so the
+    score is the description search's for those words alone; files that only share the words
+    (`Node.js` written, `lib/node/index.js` found) are left out."""
+    missing = unmatched_names(query.mentions, matches.hits)
+    clauses = []
+    for name in missing:
+        stem, _, extension = name.lstrip(".").partition(".")
+        named = list(dict.fromkeys([*words(stem), *words(extension)]))
+        if set(named) & set(words(stem)):  # `do.py` has no word of its own to find it by
+            clauses.append(" AND ".join(f'"{word}"' for word in named))
+    if not clauses:
+        return
+    match = " OR ".join(f"path : ({clause})" for clause in clauses)
+    wanted = {name.lower() for name in missing}
+    for hit in await index.descriptions.search(match, limit=NAMED_POOL, weights=STRUCTURE_WEIGHTS):
+        name = hit.path.rpartition("/")[2].lower()
+        if hit.path not in matches.hits and {name, name.split(".", 1)[0]} & wanted:
+            matches.hits[hit.path] = hit
+            matches.scores[hit.path] = [hit.rank, 0.0]
+
+
 async def prefilter(
     index: Index, query: Query, *, limit: int, scope: PathFilter, current: str, now: float | None = None
 ) -> list[Candidate]:
@@ -121,56 +172,101 @@ async def prefilter(
     if not query.terms:
         return []
     matches = await search_both(index, query.terms, limit=POOL if scope.is_empty else SCOPED_POOL)
-    hits, text_scores = matches.hits, matches.scores
-    now = time.time() if now is None else now
-    scored: list[tuple[float, str, bool, bool]] = []
-    for path, hit in hits.items():
-        if not scope.matches(path):
-            continue
-        score = matches.fused(path)
-        stem = _stem(path)
-        named = len(stem) >= 3 and stem in query.names
-        if named:
-            score *= 1 + NAMED_FILE
-        if hit.kind not in query.asks_for:
-            score *= KIND_PRIOR.get(hit.kind, 0.45)
-        if hit.access_rank is not None:
-            recent_uses = current_score(hit.access_rank, now)
-            score *= 1 + FRECENCY * min(recent_uses, FRECENCY_SATURATION) / FRECENCY_SATURATION
-        if score > 0:
-            scored.append((score, path, named, hit.access_rank is not None))
-    scored.sort(key=lambda entry: (-entry[0], entry[1]))
-    # Symbols (for the named-symbol lift) only for the leaders; reasons only for the answer.
-    leaders = scored[: limit + 10]
-    facts = await index.files.entries_with_symbols([path for _, path, _, _ in leaders], current=current)
-    ranked: list[tuple[float, str, bool, bool, list[str]]] = []
-    for score, path, named_file, used in leaders:
-        if path not in facts:
-            continue
-        _, symbols = facts[path]
-        defined = [symbol for symbol in symbols if len(symbol) >= 3 and symbol.lower() in query.names]
-        ranked.append((score * (1 + NAMED_SYMBOL) if defined else score, path, named_file, used, defined))
-    ranked.sort(key=lambda entry: (-entry[0], entry[1]))
+    await find_named_files(index, query, matches)
+    hits = {path: hit for path, hit in matches.hits.items() if scope.matches(path)}
+    namings = name_files(query.mentions, hits) if query.mentions else {}
+    scored = first_scores(query, matches, hits, namings, time.time() if now is None else now)
+    # Symbols (for what the question mentions) only for the leaders; reasons only for the answer.
+    leaders = scored[: max(limit + LEADERS_BEYOND_LIMIT, SYMBOL_POOL)]
+    facts = await index.files.entries_with_symbols([path for _, path in leaders], current=current)
+    symbols = {path: facts[path][1] for _, path in leaders if path in facts}
+    # A Markdown heading or a JSON key is among a file's symbols, but only code defines one.
+    definitions = {
+        path: found if facts[path][0].language in SOURCE_LANGUAGES else [] for path, found in symbols.items()
+    }
+    ranked = rescore_with_symbols(query, leaders, definitions, namings)
     candidates: list[Candidate] = []
-    for score, path, named_file, used, defined in ranked[:limit]:
-        item, symbols = facts[path]
-        reasons = ["the question names this file"] if named_file else []
-        reasons += ["defines " + ", ".join(defined[:3])] if defined else []
-        reasons += ["you used it recently"] if used else []
-        reasons += explain(query, item, symbols)
-        if not text_scores[path][0]:
+    for score, path, mentioned in ranked[:limit]:
+        item, _ = facts[path]
+        naming = namings.get(path)
+        reasons = [naming.reason] if naming else []
+        if mentioned:
+            reasons.append(
+                "defines " + ", ".join(f"`{name}`" for name in mentioned[:3]) + " the question mentions"
+            )
+        reasons += ["you used it recently"] if hits[path].access_rank is not None else []
+        reasons += explain(query, item, symbols[path])
+        if not matches.scores[path][0]:
             reasons.append("its content matches the question's words")
         candidates.append(Candidate(item=item, score=score, reasons=reasons))
     return candidates
 
 
+def first_scores(
+    query: Query, matches: TextMatches, hits: dict[str, SearchHit], namings: dict[str, Naming], now: float
+) -> list[tuple[float, str]]:
+    """Every hit's fused text score, adjusted for its kind, its use and how the question names
+    it; best first."""
+    stem_lifts = word_stem_lifts(query.terms, hits)
+    scored: list[tuple[float, str]] = []
+    for path, hit in hits.items():
+        score = matches.fused(path)
+        naming = namings.get(path)
+        if hit.kind not in query.asks_for and not (naming and naming.explicit):
+            score *= KIND_PRIOR.get(hit.kind, 0.45)
+        if hit.access_rank is not None:
+            recent_uses = current_score(hit.access_rank, now)
+            score *= 1 + FRECENCY * min(recent_uses, FRECENCY_SATURATION) / FRECENCY_SATURATION
+        if naming:
+            score *= 1 + naming.lift
+        elif path in stem_lifts:
+            score *= 1 + stem_lifts[path]
+        if score > 0:
+            scored.append((score, path))
+    scored.sort(key=lambda entry: (-entry[0], entry[1]))
+    return scored
+
+
+def rescore_with_symbols(
+    query: Query,
+    leaders: list[tuple[float, str]],
+    symbols: dict[str, list[str]],
+    namings: dict[str, Naming],
+) -> list[tuple[float, str, list[str]]]:
+    """The leaders lifted for defining what the question mentions (`symbols`: what each
+    defines), best first, with those symbols. A symbol's lift is shared among the leading files
+    that define it, counted in a pool of fixed size, so `__init__` lifts no one much and the
+    order does not depend on how many files were asked for."""
+    pool = [path for _, path in leaders[:SYMBOL_POOL] if path in symbols]
+    definers = Counter(name for path in pool for name in defined(query.mentions, symbols[path]))
+    ranked: list[tuple[float, str, list[str]]] = []
+    for score, path in leaders:
+        if path not in symbols:
+            continue
+        naming = namings.get(path)
+        if naming and naming.confirmed_by is not None:
+            score *= (1 + naming.lift_given(symbols[path])) / (1 + naming.lift)
+        mentioned = defined(query.mentions, symbols[path])
+        if mentioned:
+            shares = sum(1 / max(definers[name], 1) for name in mentioned)
+            score *= 1 + DEFINES_MENTIONED * min(1.0, shares)
+        ranked.append((score, path, mentioned))
+    ranked.sort(key=lambda entry: (-entry[0], entry[1]))
+    return ranked
+
+
 def explain(query: Query, item: FileEntry, symbols: list[str]) -> list[str]:
     terms = set(query.terms)
     in_path = terms & set(path_words(item.path).split())
-    described = terms & set(words(" ".join([item.summary, *item.tags, *symbols[:20]])))
+    description = " ".join([item.summary, *item.tags, *symbols[:20]])
+    # Every word of a text is a piece of it, lower-cased: a term that is not a substring cannot
+    # be one of its words, and most are not, so most descriptions are never split into words.
+    lowered = description.lower()
+    maybe = {term for term in terms - in_path if term in lowered}
+    described = maybe & set(words(description)) if maybe else set()
     reasons = []
     if in_path:
         reasons.append("path mentions " + ", ".join(sorted(in_path)[:4]))
-    if described - in_path:
-        reasons.append("summary and symbols mention " + ", ".join(sorted(described - in_path)[:4]))
+    if described:
+        reasons.append("summary and symbols mention " + ", ".join(sorted(described)[:4]))
     return reasons

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from filescout.relevance.mentions import Mentions, mentions
 from filescout.text import unique_words
 
 MAX_TERMS = 48
-IDENTIFIER_LIKE = re.compile(r"[A-Za-z_$][\w$]*(?:[./:][A-Za-z_$][\w$]*)*")
 # A question that is about tests or docs should not have them pushed down.
 ASKS_FOR = {
     "test": re.compile(r"\b(tests?|testing|spec|specs|unit ?tests?|fixtures?|pytest|jest|coverage)\b", re.I),
@@ -27,9 +27,8 @@ class Query:
     text: str
     terms: list[str]
     """Identifier-aware words, for full-text search."""
-    names: frozenset[str]
-    """Lower-cased identifiers and file names as written (`url_for`, `routing.py`, `Request.url`
-    and its parts), to recognise a file or symbol the question names."""
+    mentions: Mentions
+    """The files, modules and symbols the question names explicitly (`routing.py`, `url_for`)."""
     asks_for: frozenset[str]
     """File kinds the question is explicitly about (tests, docs, config, data)."""
 
@@ -49,13 +48,8 @@ def expression(terms: list[str], *, single_tokens: bool = False) -> str | None:
 
 
 def analyse(text: str) -> Query:
-    names: set[str] = set()
-    for match in IDENTIFIER_LIKE.finditer(text):
-        token = match.group(0).lower()
-        names.add(token)
-        parts = re.split(r"[./:]", token)
-        names.update(part for part in parts if part)
-        if "." in token:  # `routing.py` names the file `routing`
-            names.add(token.rsplit(".", 1)[0].rsplit("/", 1)[-1])
+    named = mentions(text)
+    # What the question names comes first, so a long question's cut never drops it.
+    terms = unique_words(" ".join([*named.words, text]))[:MAX_TERMS]
     asks = frozenset(kind for kind, pattern in ASKS_FOR.items() if pattern.search(text))
-    return Query(text=text, terms=unique_words(text)[:MAX_TERMS], names=frozenset(names), asks_for=asks)
+    return Query(text=text, terms=terms, mentions=named, asks_for=asks)
