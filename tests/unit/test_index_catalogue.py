@@ -154,3 +154,20 @@ async def test_counts_are_kept_until_the_next_commit_and_never_by_a_second_proce
         assert (await second.files.counts(current=CURRENT))[0] == {"annotated": 1, "pending": 2}
     finally:
         await second.close()
+
+
+async def test_meta_values_are_kept_until_the_next_commit_and_never_by_a_second_process(
+    index: Index, tmp_path: Path
+) -> None:
+    assert await index.meta.get("last_scan") is None
+    await index.meta.set("last_scan", "one")
+    assert await index.meta.get("last_scan") == "one"
+    assert await index.meta.get("last_scan") == "one"
+    second = await Index.open_readonly(tmp_path / "index.sqlite3")
+    try:
+        assert await second.meta.get("last_scan") == "one"
+        await index.meta.set("last_scan", "two")
+        assert await index.meta.get("last_scan") == "two"
+        assert await second.meta.get("last_scan") == "two"
+    finally:
+        await second.close()

@@ -9,10 +9,22 @@ from filescout.index.database import Database
 class Meta:
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._known: dict[str, str | None] = {}
+        self._generation = -1
 
     async def get(self, key: str) -> str | None:
+        """A status reads these on every call; the writer's values are kept until its next
+        commit, so a status sent behind a burst of listings need not wait for the reader."""
+        if self._db.writable and self._generation == self._db.generation and key in self._known:
+            return self._known[key]
+        generation = self._db.generation
         rows = list(await self._db.reader.execute_fetchall("SELECT value FROM meta WHERE key = ?", (key,)))
-        return str(rows[0][0]) if rows else None
+        value = str(rows[0][0]) if rows else None
+        if self._db.writable:  # another process's commits would not show in the generation
+            if generation != self._generation:
+                self._known, self._generation = {}, generation
+            self._known[key] = value
+        return value
 
     async def set(self, key: str, value: str) -> None:
         async with self._db.transaction() as db:
