@@ -5,6 +5,7 @@ does not load pygls and `filescout serve` does not load the MCP SDK."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -12,6 +13,22 @@ INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 
 MsgId = int | str
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A message answered with an error instead of being handled."""
+
+    code: int
+    message: str
+    msg_id: MsgId | None = None
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """A message that gets no answer: blank, or a notification or response no one can handle."""
+
+    reason: str
 
 
 def valid_id(value: Any) -> bool:

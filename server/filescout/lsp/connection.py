@@ -26,7 +26,7 @@ from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
 
 from filescout.jsonrpc import valid_id
 from filescout.lsp.framing import Frame, FrameError, FrameParser, read_frame
-from filescout.lsp.messages import Checked, Dropped, Incoming, MsgId, Reply, check, parse
+from filescout.lsp.messages import Checked, Ignored, Incoming, MsgId, Refusal, check, parse
 from filescout.lsp.stdio import READ_CHUNK
 from filescout.lsp.wire import FramingProtocol, write_framed
 from filescout_protocol.types import ErrorCode
@@ -125,11 +125,11 @@ class Connection:
         """Serve until `exit` (its exit code) or the end of input (0)."""
         while (frame := await self._next_frame()) is not None:
             if isinstance(frame, FrameError):
-                self.reply(Reply(frame.code, frame.message))
+                self.reply(Refusal(frame.code, frame.message))
                 continue
             value = parse(frame)
             exit_code = self.receive(
-                value if isinstance(value, Reply) else check(value, self.protocol.awaiting)
+                value if isinstance(value, Refusal) else check(value, self.protocol.awaiting)
             )
             if exit_code is not None:
                 await self.finish_shutdown()
@@ -152,9 +152,9 @@ class Connection:
         if isinstance(checked, Incoming):
             checked = self.admit(checked)
         outcome = self.deliver(checked) if isinstance(checked, Incoming) else checked
-        if isinstance(outcome, Reply):
+        if isinstance(outcome, Refusal):
             self.reply(outcome)
-        elif isinstance(outcome, Dropped):
+        elif isinstance(outcome, Ignored):
             log.info("ignored a message from the client: %s", outcome.reason)
         return None
 
@@ -166,20 +166,20 @@ class Connection:
             return message
         if self.shutdown_received:
             if request:
-                return Reply(JsonRpcInvalidRequest.CODE, f"{method}: shutting down", message.msg_id)
-            return Dropped(f"{method} after shutdown")
+                return Refusal(JsonRpcInvalidRequest.CODE, f"{method}: shutting down", message.msg_id)
+            return Ignored(f"{method} after shutdown")
         if not self.initialize_received and method != types.INITIALIZE:
             if request:
-                return Reply(ErrorCode.SERVER_NOT_INITIALIZED, "server not initialized", message.msg_id)
-            return Dropped(f"{method} before initialize")
+                return Refusal(ErrorCode.SERVER_NOT_INITIALIZED, "server not initialized", message.msg_id)
+            return Ignored(f"{method} before initialize")
         if method == types.INITIALIZE and self.initialize_received:
-            return Reply(JsonRpcInvalidRequest.CODE, "initialize may be sent only once", message.msg_id)
+            return Refusal(JsonRpcInvalidRequest.CODE, "initialize may be sent only once", message.msg_id)
         return message
 
     def deliver(self, message: Incoming) -> Checked | None:
         """Structure the message as pygls's handlers expect it and hand it over."""
         structured = self.structure(message)
-        if isinstance(structured, (Reply, Dropped)):
+        if isinstance(structured, (Refusal, Ignored)):
             return structured
         if message.method == types.INITIALIZE:
             self.initialize_received = True
@@ -191,7 +191,7 @@ class Connection:
         except Exception:  # pygls answers handlers' errors itself; this is a fault of its own
             log.exception("could not handle %s", message.method or "a response")
             if message.is_request:
-                return Reply(JsonRpcInternalError.CODE, f"internal error ({SEE_LOG})", message.msg_id)
+                return Refusal(JsonRpcInternalError.CODE, f"internal error ({SEE_LOG})", message.msg_id)
         return None
 
     def structure(self, message: Incoming) -> Any:
@@ -201,13 +201,13 @@ class Connection:
             try:
                 return self.protocol.structure_message(message.data)  # pygls knows the result's type
             except Exception as exc:
-                return Dropped(f"a malformed response to request {message.msg_id!r}: {describe(exc)}")
+                return Ignored(f"a malformed response to request {message.msg_id!r}: {describe(exc)}")
         kind = self.protocol.get_message_type(message.method)
         if message.is_request and kind is not None and is_notification(kind):
             problem = f"invalid request: {message.method} is a notification; send it without an id"
-            return Reply(JsonRpcInvalidRequest.CODE, problem, message.msg_id)
+            return Refusal(JsonRpcInvalidRequest.CODE, problem, message.msg_id)
         if message.method == types.CANCEL_REQUEST and not cancels_an_id(message.data.get("params")):
-            return Dropped("invalid params for $/cancelRequest: id must be an integer or a string")
+            return Ignored("invalid params for $/cancelRequest: id must be an integer or a string")
         generic = JsonRPCRequestMessage if message.is_request else JsonRPCNotification
         kind = kind or generic
         try:
@@ -215,10 +215,10 @@ class Connection:
         except Exception as exc:  # whatever the converter raises, the params did not fit
             problem = f"invalid params for {message.method}: {describe(exc)}"
         if message.is_request:
-            return Reply(JsonRpcInvalidParams.CODE, problem, message.msg_id)
-        return Dropped(problem)
+            return Refusal(JsonRpcInvalidParams.CODE, problem, message.msg_id)
+        return Ignored(problem)
 
-    def reply(self, reply: Reply) -> None:
+    def reply(self, reply: Refusal) -> None:
         level = logging.INFO if reply.code == ErrorCode.SERVER_NOT_INITIALIZED else logging.WARNING
         log.log(level, "answered a message with error %d: %s", reply.code, reply.message)
         error = {"code": int(reply.code), "message": reply.message}

@@ -18,25 +18,9 @@ from typing import Any
 
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcParseError
 
-from filescout.jsonrpc import MsgId, envelope_problem, unpaired_surrogate, valid_id
+from filescout.jsonrpc import Ignored, MsgId, Refusal, envelope_problem, unpaired_surrogate, valid_id
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Reply:
-    """An error to answer with instead of handling the message."""
-
-    code: int
-    message: str
-    msg_id: MsgId | None = None
-
-
-@dataclass(frozen=True)
-class Dropped:
-    """A notification (or stray response) that cannot be handled and gets no answer."""
-
-    reason: str
 
 
 @dataclass
@@ -50,43 +34,43 @@ class Incoming:
     is_request: bool = False
 
 
-Checked = Incoming | Reply | Dropped
+Checked = Incoming | Refusal | Ignored
 
 
-def parse(body: bytes) -> Any | Reply:
+def parse(body: bytes) -> Any | Refusal:
     """The body's JSON value, or -32700: not UTF-8, not JSON, or nested too deeply to read."""
     try:
         return json.loads(body.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        return Reply(JsonRpcParseError.CODE, f"parse error: the message is not valid UTF-8 ({exc.reason})")
+        return Refusal(JsonRpcParseError.CODE, f"parse error: the message is not valid UTF-8 ({exc.reason})")
     except RecursionError:
-        return Reply(JsonRpcParseError.CODE, "parse error: the message is nested too deeply")
+        return Refusal(JsonRpcParseError.CODE, "parse error: the message is nested too deeply")
     except ValueError as exc:
-        return Reply(JsonRpcParseError.CODE, f"parse error: {exc}")
+        return Refusal(JsonRpcParseError.CODE, f"parse error: {exc}")
 
 
 def check(value: Any, awaiting: Container[MsgId]) -> Checked:
     """Sort a parsed body into a message to handle, an error to reply, or nothing."""
     if isinstance(value, list):
-        return Reply(JsonRpcInvalidRequest.CODE, "invalid request: batches are not supported")
+        return Refusal(JsonRpcInvalidRequest.CODE, "invalid request: batches are not supported")
     if not isinstance(value, dict):
-        return Reply(JsonRpcInvalidRequest.CODE, "invalid request: a message must be a JSON object")
+        return Refusal(JsonRpcInvalidRequest.CODE, "invalid request: a message must be a JSON object")
     msg_id = value.get("id")
     if "method" not in value:
         return check_response(value, awaiting)
     if "id" in value and not valid_id(msg_id):
-        return Reply(JsonRpcInvalidRequest.CODE, "invalid request: id must be an integer or a string")
+        return Refusal(JsonRpcInvalidRequest.CODE, "invalid request: id must be an integer or a string")
     problem = envelope_problem(value)
     is_request = "id" in value
     if problem is not None:
         if is_request:
-            return Reply(JsonRpcInvalidRequest.CODE, f"invalid request: {problem}", msg_id)
-        return Dropped(f"invalid notification: {problem}")
+            return Refusal(JsonRpcInvalidRequest.CODE, f"invalid request: {problem}", msg_id)
+        return Ignored(f"invalid notification: {problem}")
     method: str = value["method"]
     where = unpaired_surrogate(value.get("params"))
     if where is not None:
         message = f"invalid params for {method}: {where}: contains an unpaired surrogate"
-        return Reply(JsonRpcInvalidParams.CODE, message, msg_id) if is_request else Dropped(message)
+        return Refusal(JsonRpcInvalidParams.CODE, message, msg_id) if is_request else Ignored(message)
     return Incoming(value, method, msg_id if is_request else None, is_request)
 
 
@@ -98,7 +82,7 @@ def check_response(value: dict[str, Any], awaiting: Container[MsgId]) -> Checked
     answers = value.get("jsonrpc") == "2.0" and ("result" in value or "error" in value)
     if not (expected or answers):
         shown = msg_id if valid_id(msg_id) else None
-        return Reply(JsonRpcInvalidRequest.CODE, "invalid request: a request needs a method", shown)
+        return Refusal(JsonRpcInvalidRequest.CODE, "invalid request: a request needs a method", shown)
     data = {**value, "jsonrpc": "2.0"}
     if "error" not in data:
         data.setdefault("result", None)
@@ -111,7 +95,7 @@ def check_response(value: dict[str, Any], awaiting: Container[MsgId]) -> Checked
                 "error": {"code": JsonRpcInvalidParams.CODE, "message": reason},
             }
     elif not error_is_valid(data["error"]):
-        return Dropped(f"a malformed error response to request {msg_id!r}")
+        return Ignored(f"a malformed error response to request {msg_id!r}")
     return Incoming(data, None, msg_id if valid_id(msg_id) else None)
 
 

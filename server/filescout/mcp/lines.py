@@ -16,7 +16,6 @@ import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import IO, Any, Protocol
 
 import anyio
@@ -30,7 +29,8 @@ from filescout.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
-    MsgId,
+    Ignored,
+    Refusal,
     envelope_problem,
     unpaired_surrogate,
     valid_id,
@@ -44,22 +44,6 @@ SKIP_CHUNK = 1024 * 1024
 JSON_WHITESPACE = " \t\r\n"
 """What may stand around a JSON value. `str.strip()` takes the separators U+001C to U+001F for
 blanks too, and a line of them would go unanswered."""
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A line answered with an error instead of being handled."""
-
-    code: int
-    message: str
-    msg_id: MsgId | None = None
-
-
-@dataclass(frozen=True)
-class Ignored:
-    """A line that gets no answer: blank, or a notification or response no one can handle."""
-
-    reason: str
 
 
 def check_line(line: str) -> Refusal | Ignored | None:
