@@ -13,12 +13,22 @@ from typing import Any
 import pytest
 
 from fake_openai import Action, FakeOpenAI
-from filescout.model import Budget, ModelClient, ModelError, ModelUnavailable, ask
+from filescout.model import Budget, Completion, ModelClient, ModelError, ModelUnavailable, ask
 from filescout.relevance.judge import JudgeAnswer
 from filescout_protocol.types import BudgetSettings, ModelSettings
 
 QUESTION = [{"role": "system", "content": "You rate files."}, {"role": "user", "content": "Rate a.py."}]
 GOOD = '{"files": [{"path": "a.py", "score": 7, "reason": "fine"}]}'
+
+
+async def ask_once(
+    model: ModelClient, *, deadline: float | None = None, retries: int | None = None
+) -> Completion:
+    """One call of QUESTION, as a user's request makes it (a deadline, few retries) or, without
+    them, as background work does."""
+    return await model.complete(
+        QUESTION, schema={}, schema_name="x", max_output_tokens=10, deadline=deadline, retries=retries
+    )
 
 
 def completion(message: object, usage: object = None) -> str:
@@ -151,14 +161,7 @@ async def test_a_caller_with_a_deadline_does_not_wait_out_a_long_retry_after(
     try:
         started = time.monotonic()
         with pytest.raises(ModelUnavailable, match="429"):
-            await model.complete(
-                QUESTION,
-                schema={},
-                schema_name="x",
-                max_output_tokens=10,
-                deadline=started + 5,
-                retries=1,
-            )
+            await ask_once(model, deadline=started + 5, retries=1)
         assert fake.calls() == 1  # the wait asked for ends after the deadline: given up at once
     finally:
         await model.close()
@@ -169,11 +172,8 @@ async def test_a_caller_with_a_deadline_does_not_retry_a_timeout(fake: FakeOpenA
     fake.default = Action(fault="hang")
     try:
         with pytest.raises(ModelUnavailable, match="no answer within"):
-            await model.complete(
-                QUESTION,
-                schema={},
-                schema_name="x",
-                max_output_tokens=10,
+            await ask_once(
+                model,
                 deadline=time.monotonic() + 30,
                 retries=1,
             )
@@ -187,11 +187,8 @@ async def test_a_caller_with_a_deadline_retries_a_quick_failure_once(fake: FakeO
     fake.default = Action(status=503, headers={"Retry-After": "0.05"})
     try:
         with pytest.raises(ModelUnavailable, match="503"):
-            await model.complete(
-                QUESTION,
-                schema={},
-                schema_name="x",
-                max_output_tokens=10,
+            await ask_once(
+                model,
                 deadline=time.monotonic() + 30,
                 retries=1,
             )
@@ -206,17 +203,12 @@ async def test_a_caller_with_a_deadline_does_not_queue_past_it(fake: FakeOpenAI,
     model = make_client(fake, usage, concurrency=1, timeout=30)
     fake.default = Action(fault="hang")
     try:
-        background = asyncio.create_task(
-            model.complete(QUESTION, schema={}, schema_name="x", max_output_tokens=10)
-        )
+        background = asyncio.create_task(ask_once(model))
         while fake.calls() == 0:
             await asyncio.sleep(0.01)
         with pytest.raises(ModelError, match="busy with other calls"):
-            await model.complete(
-                QUESTION,
-                schema={},
-                schema_name="x",
-                max_output_tokens=10,
+            await ask_once(
+                model,
                 deadline=time.monotonic() + 0.3,
             )
         assert fake.calls() == 1
@@ -232,14 +224,10 @@ async def test_a_call_waiting_out_a_retry_after_holds_no_slot(fake: FakeOpenAI, 
     fake.script.append(Action(status=429, headers={"Retry-After": "60"}))
     fake.default = Action(body=completion({"role": "assistant", "content": GOOD}))
     try:
-        background = asyncio.create_task(
-            model.complete(QUESTION, schema={}, schema_name="x", max_output_tokens=10)
-        )
+        background = asyncio.create_task(ask_once(model))
         while fake.calls() == 0:
             await asyncio.sleep(0.01)
-        answer = await model.complete(
-            QUESTION, schema={}, schema_name="x", max_output_tokens=10, deadline=time.monotonic() + 10
-        )
+        answer = await ask_once(model, deadline=time.monotonic() + 10)
         assert answer.text == GOOD and fake.calls() == 2 and not background.done()
         background.cancel()
         await asyncio.gather(background, return_exceptions=True)
@@ -252,9 +240,7 @@ async def test_a_long_wait_before_a_retry_is_said(fake: FakeOpenAI, usage: Usage
     fake.script.append(Action(status=429, headers={"Retry-After": "60"}))
     try:
         assert model.retry_note() is None
-        background = asyncio.create_task(
-            model.complete(QUESTION, schema={}, schema_name="x", max_output_tokens=10)
-        )
+        background = asyncio.create_task(ask_once(model))
         while model.retry_note() is None:
             assert not background.done()
             await asyncio.sleep(0.01)
