@@ -12,7 +12,7 @@ import asyncio
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import quote
@@ -146,18 +146,7 @@ class Database:
         created it at this version."""
         if not path.exists():
             raise IndexUnusable("the index does not exist yet")
-        caches_kib = _reader_caches_kib()
-        readers = [await _open_reader(path, caches_kib[0])]
-        try:
-            version = await _schema_version(readers[0])
-            if version != SCHEMA_VERSION:
-                raise IndexUnusable(f"index schema {version}, this filescout reads {SCHEMA_VERSION}")
-            for cache_kib in caches_kib[1:]:
-                readers.append(await _open_reader(path, cache_kib))
-        except BaseException:
-            for connection in readers:
-                await connection.close()
-            raise
+        readers = await _open_checked_readers(path, _open_reader)
         return cls(path, None, readers[0], readers[1:])
 
     @classmethod
@@ -167,19 +156,7 @@ class Database:
         SQLite could not otherwise read it there (a WAL index without its shared-memory file)."""
         if not path.exists():
             raise IndexUnusable("the index does not exist")
-        caches_kib = _reader_caches_kib()
-        readers: list[aiosqlite.Connection] = []
-        try:
-            readers.append(await _open_unwritable_reader(path, caches_kib[0]))
-            version = await _schema_version(readers[0])
-            if version != SCHEMA_VERSION:
-                raise IndexUnusable(f"index schema {version}, this filescout reads {SCHEMA_VERSION}")
-            for cache_kib in caches_kib[1:]:
-                readers.append(await _open_unwritable_reader(path, cache_kib))
-        except BaseException:
-            for connection in readers:
-                await connection.close()
-            raise
+        readers = await _open_checked_readers(path, _open_unwritable_reader)
         return cls(path, None, readers[0], readers[1:])
 
     @property
@@ -270,6 +247,24 @@ def _reader_caches_kib() -> list[int]:
     """Page cache sizes of the listings' reader, then of each question reader."""
     readers = question_readers()
     return [LISTING_CACHE_KIB, *[question_cache_kib(readers)] * readers]
+
+
+async def _open_checked_readers(
+    path: Path, open_one: Callable[[Path, int], Awaitable[aiosqlite.Connection]]
+) -> list[aiosqlite.Connection]:
+    """The readers of an index this process does not write: the first checks the schema
+    version (IndexUnusable unless it is this code's), then the rest open; all close on failure."""
+    readers: list[aiosqlite.Connection] = []
+    try:
+        for cache_kib in _reader_caches_kib():
+            readers.append(await open_one(path, cache_kib))
+            if len(readers) == 1 and (version := await _schema_version(readers[0])) != SCHEMA_VERSION:
+                raise IndexUnusable(f"index schema {version}, this filescout reads {SCHEMA_VERSION}")
+    except BaseException:
+        for connection in readers:
+            await connection.close()
+        raise
+    return readers
 
 
 async def _open_reader(path: Path, cache_kib: int) -> aiosqlite.Connection:
