@@ -14,6 +14,7 @@ names them; frecently used files get a small lift.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -24,8 +25,9 @@ from filescout.index import Index
 from filescout.index.access import current_score
 from filescout.records import FileEntry, SearchHit
 from filescout.relevance.filters import PathFilter
-from filescout.relevance.mentions import Naming, defined, name_files, unmatched_names
+from filescout.relevance.mentions import Mentions, Naming, defined, name_files, unmatched_names
 from filescout.relevance.query import Query, expression
+from filescout.relevance.signals import Signals
 from filescout.text import path_words, words
 
 STRUCTURE_WEIGHTS = (6.0, 3.0, 1.0, 2.0)  # path words, symbols, summary, tags
@@ -165,12 +167,22 @@ async def find_named_files(index: Index, query: Query, matches: TextMatches) -> 
 
 
 async def prefilter(
-    index: Index, query: Query, *, limit: int, scope: PathFilter, current: str, now: float | None = None
+    index: Index,
+    query: Query,
+    *,
+    limit: int,
+    scope: PathFilter,
+    current: str,
+    now: float | None = None,
+    signals: Signals | None = None,
 ) -> list[Candidate]:
     """The best `limit` files for `query` within `scope`, best first. `current` is the
     annotator whose annotations count as up to date."""
     if not query.terms:
         return []
+    signals = Signals.from_environment() if signals is None else signals
+    if not signals.mentions:
+        query = dataclasses.replace(query, mentions=Mentions())
     matches = await search_both(index, query.terms, limit=POOL if scope.is_empty else SCOPED_POOL)
     await find_named_files(index, query, matches)
     hits = {path: hit for path, hit in matches.hits.items() if scope.matches(path)}
