@@ -13,6 +13,7 @@ from filescout.records import FileRecord, FileToAnnotate
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.prefilter import TextMatches, find_named_files, prefilter, telling_terms
 from filescout.relevance.query import analyse
+from filescout.relevance.signals import Signals
 
 FILES = {
     "app/routing.py": "class Router:\n    def add_route(self, path, handler):\n        pass\n\n"
@@ -100,3 +101,11 @@ async def test_a_named_file_the_searches_missed_is_looked_up_by_its_name(index: 
     found = TextMatches()
     await find_named_files(index, analyse("how is a template picked"), found)
     assert not found.hits
+
+
+async def test_without_mentions_a_mentioned_symbol_lifts_no_one(index: Index) -> None:
+    question = analyse("`url_for` returns the wrong name")
+    found = await prefilter(
+        index, question, limit=5, scope=PathFilter(), current=ANNOTATOR_ID, signals=Signals(mentions=False)
+    )
+    assert not any("defines" in reason for candidate in found for reason in candidate.reasons)

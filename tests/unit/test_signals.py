@@ -1,0 +1,27 @@
+"""Leaving a signal out: what the relevance benchmark's ablations rest on."""
+
+from __future__ import annotations
+
+import pytest
+
+from filescout.relevance.signals import ENVIRONMENT, Signals
+
+
+def test_every_signal_is_on_unless_left_out() -> None:
+    assert Signals.from_environment({}) == Signals()
+    assert Signals.from_environment({ENVIRONMENT: ""}) == Signals()
+
+
+def test_signals_are_left_out_by_name() -> None:
+    signals = Signals.from_environment({ENVIRONMENT: "history, imports"})
+    assert (signals.mentions, signals.definitions, signals.imports, signals.history) == (
+        True,
+        True,
+        False,
+        False,
+    )
+
+
+def test_an_unknown_signal_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="unknown signals \\['histroy'\\]"):
+        Signals.from_environment({ENVIRONMENT: "histroy"})
