@@ -79,9 +79,18 @@ class BenchClient(LanguageClient):
         return float("nan")
 
 
-async def start(root: Path, cache: Path, *, watch: bool = True) -> BenchClient:
+async def start(
+    root: Path,
+    cache: Path,
+    *,
+    watch: bool = True,
+    initialization_options: Any = None,
+    environment: dict[str, str] | None = None,
+) -> BenchClient:
+    """A server on `root` with its index under `cache`; `environment` replaces this process's
+    for the server (e.g. to run another code tree)."""
     client = BenchClient()
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "FILESCOUT_CACHE_DIR": ""}
+    env = {**(environment or os.environ), "XDG_CACHE_HOME": str(cache), "FILESCOUT_CACHE_DIR": ""}
     client.started = time.perf_counter()
     await client.start_io(sys.executable, "-m", "filescout", "serve", env=env)
     capabilities = types.ClientCapabilities(
@@ -91,7 +100,12 @@ async def start(root: Path, cache: Path, *, watch: bool = True) -> BenchClient:
         ),
     )
     await client.initialize_async(
-        types.InitializeParams(capabilities=capabilities, root_uri=root.as_uri(), process_id=os.getpid())
+        types.InitializeParams(
+            capabilities=capabilities,
+            root_uri=root.as_uri(),
+            process_id=os.getpid(),
+            initialization_options=initialization_options,
+        )
     )
     client.initialized(types.InitializedParams())
     return client

@@ -1,6 +1,6 @@
 """Relevance benchmark: which files matter for a request? Real commits of public repositories.
 
-    python bench/relevance.py --cases CASES.jsonl --repos DIR [--work DIR] [--history]
+    python bench/relevance.py --cases CASES.jsonl --repos DIR [--work DIR] [--history] [--without SIGNALS]
 
 Each case (see the cases file's README) is a commit: the request is its message, the answer the
 source files it modified, the workspace its parent's tree. `--repos` holds one git repository per
@@ -13,7 +13,9 @@ ancestors only (`git init`, the clone's objects as alternates, one branch at the
 filescout indexes each workspace with the embedded default (structural annotations, no model) and
 answers `files/findRelevant` through the same engine the server uses; the plain BM25-over-content
 baseline of the cases' README runs on the same workspaces in the same run. Reported per
-repository and overall: Recall@1/5/10, Acc@5 (all gold files in the top 5), MRR, and latency.
+repository and overall: Recall@1/5/10, Acc@5 (all gold files in the top 5), MRR, and latency;
+with `--history`, also what reading the history added to indexing. `--without history,imports`
+leaves prefilter signals out (FILESCOUT_RELEVANCE_WITHOUT), to measure what each adds.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import os
 import platform
 import re
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -38,7 +41,9 @@ from pathlib import Path
 
 import pathspec
 
+from filescout.config import default_db_path
 from filescout.engine import Workspace
+from filescout.relevance.signals import ENVIRONMENT, SIGNALS, Signals
 from filescout_protocol.types import FindRelevantParams
 
 # -- the baseline, as the cases' README specifies it -----------------------------------------
@@ -178,6 +183,11 @@ class Scores:
 # -- workspaces ------------------------------------------------------------------------------
 
 
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
 def git_dir(repos: Path, repo: str) -> Path:
     base = repos / repo.replace("/", "+")
     for candidate in (base / ".git", base / "repo", base):
@@ -219,7 +229,16 @@ def workspace_with_history(work: Path, repos: Path, repo: str, parent: str) -> P
     return target
 
 
-async def filescout_rank(root: Path, query: str, cache: Path, limit: int) -> tuple[list[str], float, float]:
+def history_seconds(root: Path, env: dict[str, str]) -> float | None:
+    """How long the last full read of the workspace's history took (None: it has none)."""
+    with sqlite3.connect(f"file:{default_db_path(root.resolve(), env)}?mode=ro", uri=True) as db:
+        row = db.execute("SELECT built_ms FROM history_state WHERE tip IS NOT NULL").fetchone()
+    return row[0] / 1000 if row else None
+
+
+async def filescout_rank(
+    root: Path, query: str, cache: Path, limit: int
+) -> tuple[list[str], float, float, float | None]:
     env = {**os.environ, "FILESCOUT_CACHE_DIR": str(cache)}
     engine = await Workspace.open(root, {"exclude": ["/.done"]}, env=env)
     try:
@@ -229,7 +248,8 @@ async def filescout_rank(root: Path, query: str, cache: Path, limit: int) -> tup
         indexed = time.perf_counter() - started
         started = time.perf_counter()
         result = await engine.find_relevant(FindRelevantParams(query=query, limit=limit))
-        return [item.path for item in result.items], time.perf_counter() - started, indexed
+        ranked = [item.path for item in result.items]
+        return ranked, time.perf_counter() - started, indexed, history_seconds(root, env)
     finally:
         await engine.close()
 
@@ -241,15 +261,18 @@ async def main_async(args: argparse.Namespace) -> int:
     ours: dict[str, Scores] = defaultdict(Scores)
     base: dict[str, Scores] = defaultdict(Scores)
     index_seconds: list[float] = []
+    history_index_seconds: list[float] = []
     misses: list[str] = []
     with tempfile.TemporaryDirectory(prefix="filescout-relevance-") as temporary:
         for number, case in enumerate(cases, 1):
             build = workspace_with_history if args.history else workspace
             root = build(args.work, args.repos, case["repo"], case["parent"])
-            ranked, seconds, indexed = await filescout_rank(
+            ranked, seconds, indexed, history = await filescout_rank(
                 root, case["query"], Path(temporary) / str(number), 100
             )
             index_seconds.append(indexed)
+            if history is not None:
+                history_index_seconds.append(history)
             for key in (case["repo"], "all"):
                 ours[key].add(ranked, case["gold"], seconds)
             if not set(case["gold"]) <= set(ranked[:5]):
@@ -269,25 +292,33 @@ async def main_async(args: argparse.Namespace) -> int:
         f"Python {platform.python_version()}\n"
     )
     kind = "workspaces with history (git clones at the parent)" if args.history else "plain trees"
+    left_out = os.environ.get(ENVIRONMENT, "").strip()
+    without = f", without {left_out}" if left_out else ""
     print(
-        f"{len(cases)} cases in {kind}; filescout without a model (structural annotations, prefilter stage)\n"
+        f"{len(cases)} cases in {kind}; filescout without a model (structural annotations, prefilter "
+        f"stage{without})\n"
     )
-    print("| repo | n | system | R@1 | R@5 | R@10 | Acc@5 | MRR | median query ms |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| repo | n | system | R@1 | R@5 | R@10 | Acc@5 | MRR | median query ms | p95 query ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for repo in [*sorted(key for key in ours if key != "all"), "all"]:
         n = len(ours[repo].r1)
         print(
             f"| {repo} | {n} | filescout | "
             + " | ".join(ours[repo].row())
-            + f" | {statistics.median(ours[repo].latency) * 1000:.1f} |"
+            + f" | {statistics.median(ours[repo].latency) * 1000:.1f} | {p95(ours[repo].latency) * 1000:.1f} |"
         )
         if base:
             print(
                 f"| {repo} | {n} | BM25 baseline | "
                 + " | ".join(base[repo].row())
-                + f" | {statistics.median(base[repo].latency) * 1000:.1f} |"
+                + f" | {statistics.median(base[repo].latency) * 1000:.1f} | {p95(base[repo].latency) * 1000:.1f} |"
             )
     print(f"\nindexing per workspace (structural): median {statistics.median(index_seconds):.2f} s")
+    if history_index_seconds:
+        print(
+            f"of which reading the history: median {statistics.median(history_index_seconds):.2f} s, "
+            f"longest {max(history_index_seconds):.2f} s"
+        )
     if args.misses:
         print("\n".join(["", "### cases without every gold file in the top 5", *misses]))
     return 0
@@ -308,7 +339,16 @@ def main() -> int:
         action="store_true",
         help="workspaces are git work trees whose history ends at the parent (under WORK/with-history)",
     )
-    return asyncio.run(main_async(parser.parse_args()))
+    parser.add_argument(
+        "--without",
+        metavar="SIGNALS",
+        help="leave these prefilter signals out, comma-separated (" + ", ".join(SIGNALS) + ")",
+    )
+    args = parser.parse_args()
+    if args.without is not None:
+        os.environ[ENVIRONMENT] = args.without
+    Signals.from_environment()  # an unknown name stops here, not after the first workspace
+    return asyncio.run(main_async(args))
 
 
 if __name__ == "__main__":

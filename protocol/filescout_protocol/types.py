@@ -200,6 +200,19 @@ class SharedCacheSettings(_Payload, forbid_unknown_fields=True):
     ] = 3.0
 
 
+class IndexSettings(_Payload, forbid_unknown_fields=True):
+    """How indexing uses the machine."""
+
+    workers: Annotated[
+        Union[Annotated[int, Meta(ge=1, le=64)], None],
+        Meta(
+            description="Worker processes that read, hash and annotate files while indexing "
+            "(each holds the parsers, about 50 MB; they stop when idle). Default: one per "
+            "CPU core, at most 4. Env: FILESCOUT_WORKERS."
+        ),
+    ] = None
+
+
 class Settings(_Payload, forbid_unknown_fields=True):
     """Server configuration: `initializationOptions`, `workspace/didChangeConfiguration`
     (section `filescout`), a `filescout.toml` at the workspace root, then the environment."""
@@ -241,6 +254,7 @@ class Settings(_Payload, forbid_unknown_fields=True):
         Meta(description="Never call a model, whatever else is configured. Env: FILESCOUT_PRIVACY=1."),
     ] = False
     shared_cache: SharedCacheSettings = msgspec.field(default_factory=SharedCacheSettings)
+    index: IndexSettings = msgspec.field(default_factory=IndexSettings)
 
 
 class Scope(_Params):

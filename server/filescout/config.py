@@ -47,6 +47,7 @@ ENV_FIELDS: dict[str, tuple[tuple[str, ...], type]] = {
     "FILESCOUT_PRIVACY": (("privacyMode",), bool),
     "FILESCOUT_SHARED_CACHE": (("sharedCache", "url"), str),
     "FILESCOUT_SHARED_CACHE_MODE": (("sharedCache", "mode"), str),
+    "FILESCOUT_WORKERS": (("index", "workers"), int),
 }
 
 

@@ -146,3 +146,153 @@ def import_candidates(path: str, language: str | None, text: str) -> list[str]:
             if item
         ] + _by_ancestor(path, [m.group(1) for m in RUBY_REQUIRE.finditer(text)], (".rb",))
     return []
+
+
+# -- the import graph's keys ---------------------------------------------------------------
+#
+# An import and the file it names meet on a key: the importer's imports are turned into keys
+# when its annotation is shown (`import_keys`), a file's keys come from its path alone
+# (`provided_keys`). Stored keys need no other file to exist yet, so an edge appears as soon as
+# both ends are in the index, whatever order they came in.
+
+FAMILIES = {
+    "python": "py",
+    "javascript": "js",
+    "typescript": "js",
+    "tsx": "js",
+    "vue": "js",
+    "svelte": "js",
+    "c": "c",
+    "cpp": "c",
+    "go": "go",
+    "rust": "rs",
+    "java": "jvm",
+    "kotlin": "jvm",
+    "scala": "jvm",
+}
+EXTENSION_FAMILIES = {
+    ".py": "py",
+    ".pyi": "py",
+    ".js": "js",
+    ".jsx": "js",
+    ".mjs": "js",
+    ".cjs": "js",
+    ".ts": "js",
+    ".tsx": "js",
+    ".mts": "js",
+    ".cts": "js",
+    ".vue": "js",
+    ".svelte": "js",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "c",
+    ".cpp": "c",
+    ".cxx": "c",
+    ".hh": "c",
+    ".hpp": "c",
+    ".hxx": "c",
+    ".go": "go",
+    ".rs": "rs",
+    ".java": "jvm",
+    ".kt": "jvm",
+    ".scala": "jvm",
+}
+PACKAGE_FILES = {"py": "__init__", "js": "index", "rs": "mod"}
+"""A file that stands for its directory when the directory is imported."""
+JS_SPECIFIER_EXTENSION = re.compile(r"\.(?:js|jsx|mjs|cjs|ts|tsx|mts|cts|vue|svelte)$")
+RUST_PATH = re.compile(r"^(?:crate|super|self)::([\w:]+)")
+
+
+def _python_keys(path: str, name: str) -> list[str]:
+    dots = len(name) - len(name.lstrip("."))
+    module = name[dots:].split(" ")[0]
+    if not dots:
+        return [module] if module else []
+    package = posixpath.dirname(path).split("/") if "/" in path else []
+    package = package[: len(package) - (dots - 1)] if dots > 1 else package
+    parts = [part for part in package if part] + [part for part in module.split(".") if part]
+    return [".".join(parts)] if parts else []
+
+
+def _javascript_keys(path: str, name: str) -> list[str]:
+    if not name.startswith("."):
+        return []  # a package, not a workspace file
+    joined = _join(posixpath.dirname(path), name)
+    return [JS_SPECIFIER_EXTENSION.sub("", joined)] if joined else []
+
+
+def _c_keys(path: str, name: str) -> list[str]:
+    if name.startswith("."):
+        joined = _join(posixpath.dirname(path), name)
+        return [joined] if joined else []
+    return [name]
+
+
+def _go_keys(name: str) -> list[str]:
+    parts = name.split("/")
+    if "." not in parts[0]:
+        return []  # the standard library
+    return ["/".join(parts[-2:]), parts[-1]] if len(parts) > 1 else []
+
+
+def _rust_keys(name: str) -> list[str]:
+    found = RUST_PATH.match(name)
+    if found is None:
+        return []
+    parts = [part for part in found.group(1).split("::") if part]
+    return ["/".join(parts[:length]) for length in (len(parts), len(parts) - 1) if length > 0]
+
+
+def _jvm_keys(name: str) -> list[str]:
+    return [] if name.endswith("*") else [name.replace(".", "/")]
+
+
+def import_keys(path: str, language: str | None, imports: list[str]) -> list[str]:
+    """The keys of what `path` imports, as its annotation records the imports."""
+    family = FAMILIES.get(language or "")
+    if family is None:
+        return []
+    keys: list[str] = []
+    for name in imports:
+        name = name.strip()
+        if family == "py":
+            found = _python_keys(path, name)
+        elif family == "js":
+            found = _javascript_keys(path, name)
+        elif family == "c":
+            found = _c_keys(path, name)
+        elif family == "go":
+            found = _go_keys(name)
+        elif family == "rs":
+            found = _rust_keys(name)
+        else:
+            found = _jvm_keys(name)
+        keys += [f"{family}:{key}" for key in found]
+    return list(dict.fromkeys(keys))
+
+
+def provided_keys(path: str) -> list[str]:
+    """The keys under which other files import `path`: every tail of its module path (an
+    absolute import names the module from its package root, which may lie deeper than the
+    workspace's), or for Go its package directory."""
+    directory, _, name = path.rpartition("/")
+    stem, dot, extension = name.rpartition(".")
+    family = EXTENSION_FAMILIES.get(dot + extension)
+    if family is None or not stem:
+        return []
+    folders = directory.split("/") if directory else []
+    if family == "go":
+        tails = [folders[-length:] for length in (1, 2) if len(folders) >= length]
+        return [f"go:{'/'.join(tail)}" for tail in tails]
+    if family == "c":
+        parts = [*folders, name]  # headers are included by name
+    elif PACKAGE_FILES.get(family) == stem:
+        parts = folders
+    else:
+        parts = [*folders, stem]
+    if not parts:
+        return []
+    if family == "js":
+        return [f"js:{'/'.join(parts)}"]  # relative imports name the whole path
+    separator = "." if family == "py" else "/"
+    return [f"{family}:{separator.join(parts[start:])}" for start in range(len(parts))]

@@ -65,6 +65,46 @@ class FileEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class Definition:
+    """Something a file defines, with what describes it: where a question's words may match one
+    function of a large file."""
+
+    name: str
+    kind: str
+    """class, function, method, constant, ... (annotate/outline.py's kinds)"""
+    container: str | None
+    """The class, impl or namespace it is defined in, if any."""
+    signature: str
+    """Its header line, clipped: `def url_for(endpoint, *, _anchor=None)`."""
+    doc: str
+    """The first sentences of its docstring or of the comment directly above it."""
+    line: int
+    """1-based."""
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedDefinitions:
+    """A content's definitions as the definitions index keeps them, made where they were found
+    (a worker process): the server's one writer, which bounds the throughput, only inserts them."""
+
+    described: bytes
+    """The Definition records, packed (index/definitions.py)."""
+    words: bytes
+    """`searchable`, packed: removing rows from a contentless full-text table names their words."""
+    searchable: list[tuple[str, str, str, str]]
+    """Each definition's name, container, signature and doc words, in the definitions' order."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexWords:
+    """An annotation's full-text words, found where it was made (a worker process)."""
+
+    symbols: str
+    tags: str
+    definitions: PreparedDefinitions | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Annotation:
     """What an annotator says about one content hash."""
 
@@ -78,6 +118,12 @@ class Annotation:
     body: str | None = None
     """The content's words for full-text search (structural annotations only; stored in the
     search index, not with the annotation)."""
+    definitions: list[Definition] | None = None
+    """What the content defines, described (structural annotations only; stored by content
+    hash in the definitions index, not with the annotation). None: this annotator does not say,
+    or `words.definitions` carries them already packed."""
+    words: IndexWords | None = None
+    """Its full-text words, when found where it was made (else the index finds them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +162,17 @@ class SearchHit:
 
 
 @dataclass(frozen=True, slots=True)
+class DefinitionHit:
+    """A definition matching a question, in one file with its content: BM25 as a positive score."""
+
+    path: str
+    rank: float
+    definition: Definition
+    kind: str = "other"
+    access_rank: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RankedFile:
     """A file a relevance stage put forward, with why."""
 
@@ -136,3 +193,44 @@ class ScanTotals:
     unchanged: int = 0
     files: int = 0
     elapsed_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PastCommit:
+    """One commit of the workspace's history, as the history index keeps it."""
+
+    sha: str
+    time: int
+    """Committer time, seconds since the epoch."""
+    subject: str
+    message: str
+    """Subject and body, clipped."""
+    paths: list[str]
+    """Workspace paths it added or modified, under the names they have at the newest commit
+    read (a later rename is followed); empty for a merge and for a sweep of many files."""
+    changed: int
+    """How many files its diff touched (deletions and files outside the index included)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DirectoryListing:
+    """What a directory walk found in one directory, with the directory's stamp from just before
+    it looked. Adding, removing or renaming an entry changes the directory's mtime and ctime, so
+    while the stamp is the same, so are the entries (a file's content is another matter: each
+    file is still stat'ed)."""
+
+    path: str
+    """Workspace-relative; "" for the root."""
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+    device: int
+    settled: bool
+    """Modified longer than a timestamp tick before it was listed: only then does an unchanged
+    stamp prove unchanged entries (a change within the same tick may leave the stamp as it is)."""
+    ignore_digest: str
+    """The ignore rules read in it (its .gitignore; at the root also .git/info/exclude)."""
+    files: tuple[str, ...]
+    """Names of the files it listed, after the ignore rules."""
+    subdirs: tuple[str, ...]
+    """Names of the directories the walk entered from it."""

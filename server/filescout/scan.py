@@ -13,7 +13,9 @@ import os
 import stat as stat_mod
 import subprocess
 import time
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping
+from collections import deque
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +24,8 @@ import xxhash
 from filescout.classify import BINARY_SNIFF_BYTES, classify
 from filescout.errors import WorkspaceUnavailable
 from filescout.ignore import IgnoreRules, read_ignore_file
-from filescout.records import FileRecord, KnownFile
+from filescout.records import DirectoryListing, FileRecord, KnownFile
+from filescout.text import body_words, content_text, pack_words
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +33,10 @@ ProgressCallback = Callable[[int, int], None]
 """(files examined, files in total)"""
 
 BATCH_SIZE = 2000
+READ_CHUNK = 128
+"""Files read (and their words found) per job handed to a reader."""
+READS_IN_FLIGHT = 8
+"""Read jobs under way at once: enough to keep every worker process busy."""
 OVERSIZED_HASH_BYTES = 1 << 20
 READ_ATTEMPTS = 4
 """Reads of a file that changes while it is read, before it is left for the next look."""
@@ -81,6 +88,32 @@ class ScanBatch:
     """(path, hash read) of files read within their modification's timestamp tick, which a
     rewrite of the same size may follow without changing their stat, and (path, "") of files
     that kept changing while read: each is read once more after the tick."""
+    bodies: list[ContentWords] = field(default_factory=list)
+    """The content words of the changed files' contents (annotatable ones only), found from
+    the same bytes that were hashed: the content index is complete when the scan is stored."""
+
+
+ContentWords = tuple[str, str, bytes]
+"""(content hash, its words for the content index, the same packed for storage)"""
+
+
+@dataclass(slots=True)
+class ReadOutcome:
+    """What reading one listed file found: a record (with its content words when it is to be
+    annotated), or why there is none. Plain and picklable: it may come from a worker process."""
+
+    record: FileRecord | None = None
+    words: ContentWords | None = None
+    denied: bool = False
+    """Permission denied: left out of the index, and said so."""
+    changing: bool = False
+    """It kept changing while it was read (ChangedWhileRead): looked at again later."""
+
+
+ReadJob = tuple[str, Sequence[tuple[str, int]], int]
+"""(root, [(relative path, listed size)], max file size): what `read_outcomes` takes."""
+Reader = Callable[[ReadJob], "Future[list[ReadOutcome]]"]
+"""Runs `read_outcomes` somewhere (a pool of worker processes, or right here)."""
 
 
 @dataclass(slots=True)
@@ -92,6 +125,25 @@ class Listing:
     can carry them. Each is a str with surrogate escapes (`printable` shows it)."""
     unlistable: list[str] = field(default_factory=list)
     """Directories a walk could not enter (permission denied): what they hold is left out."""
+    walked: WalkMemory | None = None
+    """What a walk learnt about the directories, for the next one; None when git listed."""
+
+
+@dataclass(slots=True)
+class WalkMemory:
+    """Directory listings from the last complete walk under the same rules, and what this walk
+    listed anew: stored once the pass is complete, so the next walk lists only what changed."""
+
+    before: Mapping[str, DirectoryListing] = field(default_factory=dict)
+    listed: list[DirectoryListing] = field(default_factory=list)
+    """Directories listed this time: new, changed, or not settled when last listed."""
+    kept: set[str] = field(default_factory=set)
+    """Directories whose listing (old or new) stays stored."""
+    reused: int = 0
+
+    @property
+    def gone(self) -> list[str]:
+        return [path for path in self.before if path not in self.kept]
 
 
 def printable(path: str) -> str:
@@ -206,26 +258,50 @@ def _walk_all(root: Path, directory: str) -> Iterator[str]:
             yield f"{relative_dir}/{name}"
 
 
-def walk(root: Path, rules: IgnoreRules, unlistable: list[str] | None = None) -> list[str]:
+def walk(
+    root: Path, rules: IgnoreRules, unlistable: list[str] | None = None, memory: WalkMemory | None = None
+) -> list[str]:
     """A directory walk honoring nested .gitignore files and .git/info/exclude; symlinked
     directories are not entered (they may lead out of the workspace or into cycles).
     Directories it cannot list are added to `unlistable`; the root itself raises
-    WorkspaceGone."""
+    WorkspaceGone.
+
+    With `memory`, a directory whose stamp (mtime, ctime, inode, device) is what it was at the
+    last walk, settled then, under the same ignore rules, has the entries it had: they are taken
+    from `memory.before` rather than listed and matched again. The files are still stat'ed by
+    the scan (a content change does not touch the directory). Restoring a directory's mtime
+    (`touch -d`) sets its ctime, so an entry added behind a restored mtime is found too."""
     base = str(root)
+    memory = memory if memory is not None else WalkMemory()
     exclude_file = root / ".git" / "info" / "exclude"
-    if exclude_file.is_file():
-        rules.add_gitignore("", read_ignore_file(exclude_file))
+    excluded = read_ignore_file(exclude_file) if exclude_file.is_file() else None
+    if excluded is not None:
+        rules.add_gitignore("", excluded)
     found: list[str] = []
-    stack: list[str] = [""]
+    # Each directory with whether the ignore rules above it are those of the last walk.
+    stack: list[tuple[str, bool]] = [("", True)]
     while stack:
-        directory = stack.pop()
+        directory, same_rules_above = stack.pop()
         absolute = os.path.join(base, directory) if directory else base
-        gitignore = os.path.join(absolute, ".gitignore")
-        if os.path.isfile(gitignore):
-            rules.add_gitignore(directory, read_ignore_file(Path(gitignore)))
         try:
-            with os.scandir(absolute) as iterator:
-                entries = sorted(iterator, key=lambda entry: entry.name)
+            stamp = os.lstat(absolute)  # before listing: a change after it shows next time
+            previous = memory.before.get(directory) if same_rules_above else None
+            unchanged = previous is not None and _unchanged(previous, stamp)
+            # An unchanged directory that had no .gitignore has none now: same entries.
+            had_none = previous is not None and unchanged and directory and not previous.ignore_digest
+            ignored_here = None if had_none else _ignore_lines(absolute)
+            if ignored_here is not None:
+                rules.add_gitignore(directory, ignored_here)
+            digest = _ignore_digest(ignored_here, excluded if not directory else None)
+            if previous is not None and unchanged and previous.ignore_digest == digest:
+                listing = previous
+                memory.reused += 1
+                memory.kept.add(directory)
+            else:
+                listing = _list_directory(absolute, directory, rules, stamp, digest)
+                if is_utf8("".join((directory, *listing.files, *listing.subdirs))):  # storable as text
+                    memory.listed.append(listing)
+                    memory.kept.add(directory)
         except OSError as exc:
             if not directory:
                 raise WorkspaceGone(root, exc) from None
@@ -234,35 +310,89 @@ def walk(root: Path, rules: IgnoreRules, unlistable: list[str] | None = None) ->
             else:
                 log.warning("cannot list %s: %s", absolute, exc)
             continue
-        subdirs: list[str] = []
-        for entry in entries:
-            relative = f"{directory}/{entry.name}" if directory else entry.name
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    if not rules.is_ignored(relative, is_dir=True) or rules.may_reinclude_below(relative):
-                        subdirs.append(relative)
-                elif not rules.is_ignored(relative):
-                    found.append(relative)
-            except OSError:
-                continue
-        stack.extend(reversed(subdirs))
+        prefix = f"{directory}/" if directory else ""
+        found.extend(prefix + name for name in listing.files)
+        same_rules_below = previous is not None and previous.ignore_digest == digest
+        stack.extend((prefix + name, same_rules_below) for name in reversed(listing.subdirs))
     return found
 
 
+def _ignore_lines(directory: str) -> list[str] | None:
+    """The patterns of the directory's .gitignore; None without one."""
+    gitignore = os.path.join(directory, ".gitignore")
+    return read_ignore_file(Path(gitignore)) if os.path.isfile(gitignore) else None
+
+
+def _ignore_digest(*sources: list[str] | None) -> str:
+    """Identifies the ignore rules a directory adds ("" for none)."""
+    if all(lines is None for lines in sources):
+        return ""
+    text = "\0".join("\n".join(lines) if lines is not None else "-" for lines in sources)
+    return xxhash.xxh3_64_hexdigest(text.encode("utf-8", "surrogateescape"))
+
+
+def _unchanged(previous: DirectoryListing, stamp: os.stat_result) -> bool:
+    return previous.settled and (
+        previous.mtime_ns,
+        previous.ctime_ns,
+        previous.inode,
+        previous.device,
+    ) == (stamp.st_mtime_ns, stamp.st_ctime_ns, stamp.st_ino, stamp.st_dev)
+
+
+def _list_directory(
+    absolute: str, directory: str, rules: IgnoreRules, stamp: os.stat_result, digest: str
+) -> DirectoryListing:
+    """The files and the directories to enter in one directory, by the rules. Raises OSError
+    when it cannot be listed."""
+    with os.scandir(absolute) as iterator:
+        entries = sorted(iterator, key=lambda entry: entry.name)
+    files: list[str] = []
+    subdirs: list[str] = []
+    for entry in entries:
+        relative = f"{directory}/{entry.name}" if directory else entry.name
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if not rules.is_ignored(relative, is_dir=True) or rules.may_reinclude_below(relative):
+                    subdirs.append(entry.name)
+            elif not rules.is_ignored(relative):
+                files.append(entry.name)
+        except OSError:
+            continue
+    return DirectoryListing(
+        path=directory,
+        mtime_ns=stamp.st_mtime_ns,
+        ctime_ns=stamp.st_ctime_ns,
+        inode=stamp.st_ino,
+        device=stamp.st_dev,
+        # Entries changed within a timestamp tick of the listing may change again unseen.
+        settled=not recently_modified(max(stamp.st_mtime_ns, stamp.st_ctime_ns)),
+        ignore_digest=digest,
+        files=tuple(files),
+        subdirs=tuple(subdirs),
+    )
+
+
 def enumerate_files(
-    root: Path, rules: IgnoreRules, vetted: Callable[[], Container[str]] | None = None
+    root: Path,
+    rules: IgnoreRules,
+    vetted: Callable[[], Container[str]] | None = None,
+    walked_before: Mapping[str, DirectoryListing] | None = None,
 ) -> Listing:
     """Workspace-relative paths of candidate files, and how they were found. Names that are not
     valid UTF-8 are set aside, so one such file never stops a pass. A workspace folder that
-    cannot be listed raises WorkspaceGone rather than looking empty."""
+    cannot be listed raises WorkspaceGone rather than looking empty. `walked_before`: the
+    directory listings the last complete walk under these rules left (see `walk`)."""
     require_root(root)
     listed = git_ls_files(root, rules, vetted)
     source = "git"
     unlistable: list[str] = []
+    memory: WalkMemory | None = None
     if listed is None:
-        listed, source = walk(root, rules, unlistable), "walk"
+        memory = WalkMemory(walked_before or {})
+        listed, source = walk(root, rules, unlistable, memory), "walk"
     paths, undecodable = split_undecodable(listed)
-    return Listing(paths, source, undecodable, unlistable)
+    return Listing(paths, source, undecodable, unlistable, memory)
 
 
 def stat_inside(root: str, relative: str, *, check_parents: bool = False) -> os.stat_result | None:
@@ -327,10 +457,18 @@ def read_record(root: str, relative: str, info: os.stat_result, max_file_size: i
     are hashed by their first megabyte and size: enough to notice change, never a reason to
     read gigabytes. None when the file vanished or is no regular file any more; raises
     PermissionError and ChangedWhileRead."""
+    found = _read_and_record(root, relative, info.st_size, max_file_size)
+    return found[0] if found is not None else None
+
+
+def _read_and_record(
+    root: str, relative: str, listed_size: int, max_file_size: int
+) -> tuple[FileRecord, bytes] | None:
+    """The record of one file and the bytes it was made from (see `read_record`)."""
     path = f"{root}/{relative}"
     try:
-        found = read_regular(path, OVERSIZED_HASH_BYTES if info.st_size > max_file_size else -1)
-        if found is not None and found[1].st_size <= max_file_size < info.st_size:
+        found = read_regular(path, OVERSIZED_HASH_BYTES if listed_size > max_file_size else -1)
+        if found is not None and found[1].st_size <= max_file_size < listed_size:
             found = read_regular(path)  # it shrank since it was listed: read it all after all
     except (PermissionError, ChangedWhileRead):
         raise
@@ -347,7 +485,7 @@ def read_record(root: str, relative: str, info: os.stat_result, max_file_size: i
         if not oversized
         else f"{content_hash(data[:OVERSIZED_HASH_BYTES])[:24]}{info.st_size:08x}"
     )
-    return FileRecord(
+    record = FileRecord(
         path=relative,
         size=info.st_size,
         mtime_ns=info.st_mtime_ns,
@@ -356,6 +494,42 @@ def read_record(root: str, relative: str, info: os.stat_result, max_file_size: i
         kind=classification.kind,
         skip_reason=classification.skip_reason(oversized=oversized),
     )
+    return record, data
+
+
+def read_outcome(root: str, relative: str, listed_size: int, max_file_size: int) -> ReadOutcome:
+    """Read, hash and classify one file and, when it is to be annotated (not skipped), find
+    its content words from the same bytes: one read per change serves the catalogue and the
+    content index."""
+    try:
+        found = _read_and_record(root, relative, listed_size, max_file_size)
+    except PermissionError:
+        return ReadOutcome(denied=True)
+    except ChangedWhileRead:
+        return ReadOutcome(changing=True)
+    if found is None:
+        return ReadOutcome()
+    record, data = found
+    if record.skip_reason is not None:
+        return ReadOutcome(record)
+    body = body_words(content_text(data))
+    return ReadOutcome(record, (record.hash, body, pack_words(body)))
+
+
+def read_outcomes(job: ReadJob) -> list[ReadOutcome]:
+    """`read_outcome` for each file of a job, in order (what a worker process runs)."""
+    root, items, max_file_size = job
+    return [read_outcome(root, relative, size, max_file_size) for relative, size in items]
+
+
+def read_here(job: ReadJob) -> Future[list[ReadOutcome]]:
+    """A Reader that reads in the calling thread."""
+    done: Future[list[ReadOutcome]] = Future()
+    try:
+        done.set_result(read_outcomes(job))
+    except BaseException as exc:
+        done.set_exception(exc)
+    return done
 
 
 def scan(
@@ -367,18 +541,22 @@ def scan(
     progress: ProgressCallback | None = None,
     is_cancelled: Callable[[], bool] = lambda: False,
     batch_size: int = BATCH_SIZE,
+    reader: Reader = read_here,
 ) -> Iterator[ScanBatch]:
     """Compare the listed files with `known` (the index's view): stat first, read and hash
-    only when the stat changed. Yields batches; the last one carries the removed paths. A file
-    that keeps changing while it is read keeps its row as it was (see `settling`); a workspace
-    folder gone by the end raises WorkspaceGone rather than taking every file with it."""
+    only when the stat changed. This thread lists and stats; `reader` reads, hashes,
+    classifies and finds the words of what changed, in chunks, several under way at once
+    (results are taken in listing order). Yields batches; the last one carries the removed
+    paths. A file that keeps changing while it is read keeps its row as it was (see
+    `settling`); a workspace folder gone by the end raises WorkspaceGone rather than taking
+    every file with it."""
     base = str(root)
     prefix = base + "/"
     total = len(listing.paths)
-    batch = ScanBatch()
     seen: set[str] = set()
     lstat, is_regular, known_get = os.lstat, stat_mod.S_ISREG, known.get  # the hot loop
     inside: dict[str, bool] = {"": True}
+    reads = _Reads(base, max_file_size, reader, seen, batch_size)
 
     def directory_inside(directory: str) -> bool:
         """Git lists what its index holds, even below a directory since replaced by a symlink
@@ -396,55 +574,113 @@ def scan(
             inside[directory] = verdict
         return verdict
 
-    for index, relative in enumerate(listing.paths):
-        if index % 1000 == 0:
-            if progress is not None:
-                progress(index, total)
-            if is_cancelled():
-                raise InterruptedError("scan cancelled")
-        try:
-            info = lstat(prefix + relative)
-        except OSError as exc:
-            if exc.errno in DENIED:  # a directory on the way may not be searched
-                batch.unreadable.append(relative)
-            continue
-        if not directory_inside(relative.rpartition("/")[0]):
-            continue
-        if not is_regular(info.st_mode):
-            followed = stat_inside(base, relative)  # a symlink, or not a file at all
-            if followed is None:
+    try:
+        for index, relative in enumerate(listing.paths):
+            if index % 1000 == 0:
+                if progress is not None:
+                    progress(index, total)
+                if is_cancelled():
+                    raise InterruptedError("scan cancelled")
+            try:
+                info = lstat(prefix + relative)
+            except OSError as exc:
+                if exc.errno in DENIED:  # a directory on the way may not be searched
+                    reads.batch.unreadable.append(relative)
                 continue
-            info = followed
-        previous = known_get(relative)
-        if previous is not None and previous[1] == info.st_size and previous[2] == info.st_mtime_ns:
-            seen.add(relative)
-            batch.unchanged += 1
-            continue
-        try:
-            record = read_record(base, relative, info, max_file_size)
-        except PermissionError:
-            batch.unreadable.append(relative)
-            continue
-        except ChangedWhileRead:
-            if previous is not None:  # its row stays as it was until it holds still
+            if not directory_inside(relative.rpartition("/")[0]):
+                continue
+            if not is_regular(info.st_mode):
+                followed = stat_inside(base, relative)  # a symlink, or not a file at all
+                if followed is None:
+                    continue
+                info = followed
+            previous = known_get(relative)
+            if previous is not None and previous[1] == info.st_size and previous[2] == info.st_mtime_ns:
                 seen.add(relative)
-            batch.settling.append((relative, ""))
-            continue
-        if record is None:
-            continue
-        seen.add(relative)
-        if recently_modified(record.mtime_ns):
-            batch.settling.append((relative, record.hash))
-        batch.changed.append(record)
-        batch.added += previous is None
-        if len(batch.changed) >= batch_size:
-            yield batch
-            batch = ScanBatch()
+                reads.batch.unchanged += 1
+                continue
+            reads.add(relative, info.st_size, known=previous is not None)
+            yield from reads.ready()
+        yield from reads.finish()
+    finally:
+        reads.abandon()
     if progress is not None:
         progress(total, total)
     require_root(root)  # files that vanished with the folder are not gone from the workspace
+    batch = reads.batch
     batch.removed = [path for path in known if path not in seen]
     yield batch
+
+
+class _Reads:
+    """The files a scan reads, in chunks handed to a reader, and their outcomes folded into
+    batches in listing order."""
+
+    def __init__(
+        self, base: str, max_file_size: int, reader: Reader, seen: set[str], batch_size: int
+    ) -> None:
+        self.batch = ScanBatch()
+        self._base = base
+        self._max_file_size = max_file_size
+        self._reader = reader
+        self._seen = seen
+        self._batch_size = batch_size
+        self._chunk: list[tuple[str, int]] = []
+        self._known: list[bool] = []
+        self._in_flight: deque[tuple[list[tuple[str, int]], list[bool], Future[list[ReadOutcome]]]] = deque()
+
+    def add(self, relative: str, listed_size: int, *, known: bool) -> None:
+        self._chunk.append((relative, listed_size))
+        self._known.append(known)
+        if len(self._chunk) >= READ_CHUNK:
+            self._send()
+
+    def _send(self) -> None:
+        if self._chunk:
+            future = self._reader((self._base, self._chunk, self._max_file_size))
+            self._in_flight.append((self._chunk, self._known, future))
+            self._chunk, self._known = [], []
+
+    def ready(self) -> Iterator[ScanBatch]:
+        """Fold in the oldest chunks while more are under way than the readers need."""
+        while len(self._in_flight) > READS_IN_FLIGHT:
+            yield from self._take_oldest()
+
+    def finish(self) -> Iterator[ScanBatch]:
+        self._send()
+        while self._in_flight:
+            yield from self._take_oldest()
+
+    def abandon(self) -> None:
+        """A scan that stops early leaves nothing queued behind it."""
+        for _, _, future in self._in_flight:
+            future.cancel()
+        self._in_flight.clear()
+
+    def _take_oldest(self) -> Iterator[ScanBatch]:
+        items, known, future = self._in_flight.popleft()
+        for (relative, _), was_known, outcome in zip(items, known, future.result(), strict=True):
+            self._fold(relative, was_known, outcome)
+            if len(self.batch.changed) >= self._batch_size:
+                yield self.batch
+                self.batch = ScanBatch()
+
+    def _fold(self, relative: str, known: bool, outcome: ReadOutcome) -> None:
+        batch, record = self.batch, outcome.record
+        if outcome.denied:
+            batch.unreadable.append(relative)
+        elif outcome.changing:
+            if known:  # its row stays as it was until it holds still
+                self._seen.add(relative)
+            batch.settling.append((relative, ""))
+        elif record is not None:
+            self._seen.add(relative)
+            if recently_modified(record.mtime_ns):
+                batch.settling.append((relative, record.hash))
+            batch.changed.append(record)
+            if outcome.words is not None:
+                batch.bodies.append(outcome.words)
+            batch.added += not known
 
 
 def scan_paths(
@@ -487,18 +723,18 @@ def scan_paths(
         ):
             batch.unchanged += 1
             continue
-        try:
-            record = read_record(base, relative, info, max_file_size)
-        except PermissionError:
-            batch.unreadable.append(relative)
-            record = None
-        except ChangedWhileRead:
+        outcome = read_outcome(base, relative, info.st_size, max_file_size)
+        if outcome.changing:
             batch.settling.append((relative, ""))
             continue
-        if record is not None:
+        if outcome.denied:
+            batch.unreadable.append(relative)
+        if (record := outcome.record) is not None:
             if recently_modified(record.mtime_ns):
                 batch.settling.append((relative, record.hash))
             batch.changed.append(record)
+            if outcome.words is not None:
+                batch.bodies.append(outcome.words)
             batch.added += previous is None
         elif previous is not None:
             batch.removed.append(relative)

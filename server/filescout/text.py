@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Iterator
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
@@ -84,14 +86,11 @@ STOPWORDS = frozenset(
 
 
 def split_identifier(identifier: str) -> list[str]:
-    """Lower-cased parts of a snake_case / camelCase / PascalCase identifier."""
-    parts: list[str] = []
-    for chunk in identifier.split("_"):
-        if chunk.isascii() and chunk.isalpha() and (chunk.islower() or chunk.isupper()):
-            parts.append(chunk.lower())  # most chunks: one word, no regex needed
-        elif chunk:
-            parts.extend(match.group(0).lower() for match in CAMEL_PART.finditer(chunk))
-    return parts
+    """Lower-cased parts of a snake_case / camelCase / PascalCase identifier. One regex over
+    the whole of it: underscores separate parts because no part contains one."""
+    if identifier.isalpha() and identifier.isascii() and (identifier.islower() or identifier.isupper()):
+        return [identifier.lower()]  # most identifiers: one word, no regex needed
+    return [part.lower() for part in CAMEL_PART.findall(identifier)]
 
 
 CACHED_TOKEN_LENGTH = 64
@@ -113,8 +112,12 @@ _cached_token_words = functools.lru_cache(maxsize=16_384)(_token_words)
 
 def words(text: str, *, keep_whole: bool = True, min_length: int = 2) -> Iterator[str]:
     """Lower-cased words of `text`, identifiers split into their parts; stopwords dropped."""
-    for match in IDENTIFIER.finditer(text):
-        token = match.group(0)
+    for token in IDENTIFIER.findall(text):
+        if (token.isalpha() and (token.islower() or token.isupper())) or token.isdigit():
+            word = token.lower()  # one word, as _token_words would find (most tokens)
+            if len(word) >= min_length and word not in STOPWORDS:
+                yield word
+            continue
         split = _cached_token_words if len(token) <= CACHED_TOKEN_LENGTH else _token_words
         yield from split(token, keep_whole, min_length)
 
@@ -136,7 +139,7 @@ def path_words(path: str) -> str:
 
 
 def join_words(items: Iterable[str]) -> str:
-    return " ".join(dict.fromkeys(word for item in items for word in words(item)))
+    return " ".join(dict.fromkeys(words(" ".join(items))))  # no identifier spans a space
 
 
 BODY_TERM_CAP = 3
@@ -145,18 +148,62 @@ capping it keeps the content index small and stops a word repeated a thousand ti
 from dominating."""
 
 
+_body_split: dict[str, tuple[str, ...]] = {}
+BODY_SPLIT_CACHE = 50_000
+"""Distinct compound identifiers remembered for the content words (a few MB): a codebase's
+vocabulary is larger than the query-side cache, and a miss costs more than the lookup."""
+
+
+def _body_token_words(token: str) -> tuple[str, ...]:
+    found = _body_split.get(token)
+    if found is None:
+        if len(_body_split) >= BODY_SPLIT_CACHE:
+            _body_split.clear()
+        found = _token_words(token, True, 2)
+        if len(token) <= CACHED_TOKEN_LENGTH:
+            _body_split[token] = found
+    return found
+
+
 def body_words(text: str) -> str:
     """The words of a file's content for the content index: identifier-aware, each word at
-    most BODY_TERM_CAP times. Identifiers repeat within a file, so each distinct one is split
-    once (the regex counts them in C); a word's copies are emitted together, in the order the
-    identifiers first appear."""
-    counts: dict[str, int] = {}
-    for token in IDENTIFIER.findall(text):
-        counts[token] = counts.get(token, 0) + 1
+    most BODY_TERM_CAP times. Identifiers repeat within a file and across files, so each
+    distinct one is counted in C and split once per process (cached); a word's copies are
+    emitted together, in the order the identifiers first appear."""
     kept: dict[str, int] = {}
-    for token, occurrences in counts.items():
-        for word in _token_words(token, True, 2):
-            seen = kept.get(word, 0)
+    get = kept.get
+    for token, occurrences in Counter(IDENTIFIER.findall(text)).items():
+        if (token.isalpha() and (token.islower() or token.isupper())) or token.isdigit():
+            # one word, as _token_words would find (most tokens): no splitting, no cache
+            word = token.lower()
+            found: Sequence[str] = (word,) if len(word) > 1 and word not in STOPWORDS else ()
+        else:
+            found = _body_token_words(token)
+        for word in found:
+            seen = get(word, 0)
             if seen < BODY_TERM_CAP:
-                kept[word] = min(seen + occurrences, BODY_TERM_CAP)
-    return " ".join(" ".join([word] * times) for word, times in kept.items())
+                kept[word] = seen + occurrences if seen + occurrences < BODY_TERM_CAP else BODY_TERM_CAP
+    emitted: list[str] = []
+    for word, times in kept.items():
+        emitted += (word,) * times
+    return " ".join(emitted)
+
+
+TEXT_BYTES = 256 * 1024
+"""How much of a file is read as its text: for annotators and for the content index alike."""
+
+
+def content_text(data: bytes) -> str:
+    """The text annotators and the content index see of a file's bytes: its head, decoded
+    leniently."""
+    return data[:TEXT_BYTES].decode("utf-8", errors="replace")
+
+
+def pack_words(body: str) -> bytes:
+    """Content words as the content index keeps them beside its contentless full-text table
+    (compressed: removing a row from such a table means naming its words again)."""
+    return zlib.compress(body.encode(), 6)
+
+
+def unpack_words(packed: bytes) -> str:
+    return zlib.decompress(packed).decode()

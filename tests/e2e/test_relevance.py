@@ -159,6 +159,10 @@ async def test_find_relevant_scope_limit_and_reasons(shop) -> None:
     client, _ = shop
     result, _ = await find(client, query="refund a Stripe charge", limit=1)
     assert [i["path"] for i in result["items"]] == ["src/shop/payments/stripe_gateway.py"]
+    assert (
+        "defines `refund_charge` (def refund_charge(charge_id)), which matches"
+        in result["items"][0]["reason"]
+    )
     assert result["stages"] == ["prefilter"] and not result["degraded"]
     scoped, _ = await find(client, query="checkout cart shop", scope={"paths": ["web"]})
     assert {i["path"] for i in scoped["items"]} == {"web/checkoutForm.ts"}

@@ -105,7 +105,7 @@ def test_cli_answers_from_an_index_on_a_read_only_file_system(tmp_path: Path, mo
 
 def test_cli_says_which_disk_is_full(tmp_path: Path, mounts: Mounts) -> None:
     root = make_workspace(tmp_path / "ws", git=False)
-    store = mounts.tmpfs("store", "256k")
+    store = mounts.tmpfs("store", "512k")
     db_path = store / "idx" / "index.sqlite3"
     env = {"FILESCOUT_DB_PATH": str(db_path)}
     assert cli(env, "index", str(root)).returncode == 0

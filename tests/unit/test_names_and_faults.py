@@ -171,7 +171,7 @@ async def test_a_full_disk_stops_indexing_says_so_once_and_keeps_serving(
     tmp_path: Path, mounts: Mounts, caplog: pytest.LogCaptureFixture
 ) -> None:
     root = make_workspace(tmp_path / "ws", git=False)
-    store = mounts.tmpfs("store", "256k")
+    store = mounts.tmpfs("store", "512k")
     env = storage_env(tmp_path, store)
     await index_once(root, env)
     fill_workspace(root)

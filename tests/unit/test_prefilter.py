@@ -108,4 +108,4 @@ async def test_without_mentions_a_mentioned_symbol_lifts_no_one(index: Index) ->
     found = await prefilter(
         index, question, limit=5, scope=PathFilter(), current=ANNOTATOR_ID, signals=Signals(mentions=False)
     )
-    assert not any("defines" in reason for candidate in found for reason in candidate.reasons)
+    assert not any("the question mentions" in reason for candidate in found for reason in candidate.reasons)

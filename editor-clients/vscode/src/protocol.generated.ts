@@ -169,6 +169,16 @@ export interface GetFilesParams {
 }
 
 /**
+ * How indexing uses the machine.
+ */
+export interface IndexSettings {
+  /**
+   * Worker processes that read, hash and annotate files while indexing (each holds the parsers, about 50 MB; they stop when idle). Default: one per CPU core, at most 4. Env: FILESCOUT_WORKERS.
+   */
+  workers?: number | null;
+}
+
+/**
  * `filescout/status` notification, sent when indexing changes phase and while it runs.
  */
 export interface IndexStatus {
@@ -388,6 +398,7 @@ export interface Settings {
    */
   privacyMode?: boolean;
   sharedCache?: SharedCacheSettings;
+  index?: IndexSettings;
 }
 
 /**

@@ -12,10 +12,14 @@ import json
 import re
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
 from tree_sitter import Node, Parser
+
+from filescout.annotate.base import clip
+from filescout.records import Definition
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -217,6 +221,24 @@ IMPORT_KEYWORDS = re.compile(
     r"^\s*(?:import|from|use|using|package|#\s*include|require|export)\b\s*"
     r"(?:static\s+|type\s+|namespace\s+)?"
 )
+LICENSE_TEXT = re.compile("|".join(re.escape(word) for word in LICENSE_WORDS), re.IGNORECASE)
+SIGNATURE_LIMIT = 160
+DOC_LIMIT = 200
+DOC_SENTENCES = 2
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+TIGHT_BRACKETS = re.compile(r"([(\[])\s+|,?\s+([)\]])")
+DOC_WRAPPERS = frozenset(
+    {
+        "decorated_definition",
+        "export_statement",
+        "template_declaration",
+        "type_declaration",
+        "const_declaration",
+        "ambient_declaration",
+    }
+)
+"""What stands between a definition and the comment above it (`export`, decorators)."""
+BETWEEN_DOC_AND_DEFINITION = frozenset({"attribute_item", "decorator", "annotation", "marker_annotation"})
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.MULTILINE)
 YAML_KEY = re.compile(r"^([A-Za-z0-9_][\w.\-/]*)\s*:", re.MULTILINE)
 
@@ -227,6 +249,9 @@ class Symbol:
     kind: str
     depth: int
     container: str | None = None
+    signature: str = ""
+    doc: str = ""
+    line: int = 0
 
 
 @dataclass(slots=True)
@@ -244,6 +269,14 @@ class Outline:
     @property
     def top_level(self) -> list[Symbol]:
         return [symbol for symbol in self.symbols if symbol.depth == 0]
+
+    @property
+    def definitions(self) -> list[Definition]:
+        """What the code defines, described; nothing for headings and keys, which only code has."""
+        return [
+            Definition(symbol.name, symbol.kind, symbol.container, symbol.signature, symbol.doc, symbol.line)
+            for symbol in self.symbols
+        ]
 
 
 _parsers = threading.local()
@@ -312,7 +345,7 @@ def _body_of(node: Node) -> Node | None:
     return None
 
 
-def _assigned_symbol(node: Node, source: bytes, depth: int) -> Symbol | None:
+def _assigned_symbol(node: Node, source: bytes, depth: int, comments: Sequence[Node]) -> Symbol | None:
     """Top-level `const handler = () => ...`, `X = 1` and friends."""
     if node.type in ("lexical_declaration", "variable_declaration"):
         for declarator in node.named_children:
@@ -334,13 +367,14 @@ def _assigned_symbol(node: Node, source: bytes, depth: int) -> Symbol | None:
                     and _text(value, source).startswith("require")
                 ):
                     continue
-                return Symbol(_text(name, source), kind, depth)
+                body = value.child_by_field_name("body") if value is not None and kind == "function" else None
+                return _described(Symbol(_text(name, source), kind, depth), node, source, comments, body)
     if node.type == "assignment" and depth == 0:
         left = node.child_by_field_name("left")
         if left is not None and left.type == "identifier":
             assigned = _text(left, source)
             if assigned.isupper() or assigned == "__all__":
-                return Symbol(assigned, "constant", depth)
+                return _described(Symbol(assigned, "constant", depth), node, source, comments)
     return None
 
 
@@ -348,7 +382,14 @@ def _import_name(node: Node, source: bytes) -> list[str]:
     text = _text(node, source)
     if node.type == "import_from_statement":
         module = node.child_by_field_name("module_name")
-        return [_text(module, source)] if module is not None else []
+        if module is None:
+            return []
+        package = _text(module, source)
+        if package.strip("."):
+            return [package]
+        # `from . import nodes` imports the module `.nodes` (or a name of the package).
+        names = [name.child_by_field_name("name") or name for name in node.children_by_field_name("name")]
+        return [package, *(package + _text(name, source) for name in names)]
     source_node = node.child_by_field_name("source") if node.type == "import_statement" else None
     if source_node is not None:
         return [_text(source_node, source).strip("'\"`")]
@@ -436,16 +477,116 @@ def _module_doc(root: Node, source: bytes, language: str) -> str:
     return doc
 
 
-def _walk(node: Node, source: bytes, outline: Outline, depth: int, container: str | None) -> None:
+def _lead(text: str) -> str:
+    """The first sentences of a doc comment's first paragraph: what a reader sees first. Only
+    that paragraph is cleaned (a long docstring costs no more than a short one)."""
+    kept: list[str] = []
+    size = 0
+    for line in text.splitlines():
+        line = COMMENT_MARKS.sub("", line).strip().rstrip("*/").strip()
+        if not line:
+            if kept:
+                break
+            continue
+        if line.startswith("@"):  # JSDoc and Javadoc tags follow the description
+            break
+        if LICENSE_TEXT.search(line):
+            continue
+        kept.append(line)
+        size += len(line)
+        if size > 2 * DOC_LIMIT:
+            break
+    sentences = SENTENCE_END.split(" ".join(" ".join(kept).split()), maxsplit=DOC_SENTENCES)
+    return clip(" ".join(sentences[:DOC_SENTENCES]), DOC_LIMIT)
+
+
+def _signature(node: Node, source: bytes, body: Node | None = None) -> str:
+    """The definition's header: up to its body (or a comment before it), or its first line."""
+    body = body or _body_of(node)
+    start = node.start_byte
+    end = body.start_byte if body is not None and body.start_byte > start else node.end_byte
+    for child in node.children:
+        if child.start_byte >= end:
+            break
+        if "comment" in child.type and child.start_byte > start:
+            end = child.start_byte
+            break
+    header = source[start : min(end, start + SIGNATURE_LIMIT * 4)].decode("utf-8", errors="replace")
+    if body is None:
+        header = header.split("\n", 1)[0]
+    flat = TIGHT_BRACKETS.sub(lambda match: match.group(1) or match.group(2), " ".join(header.split()))
+    return clip(flat.rstrip(" :{=").rstrip(), SIGNATURE_LIMIT)
+
+
+def _docstring(node: Node, source: bytes) -> str:
+    """A Python definition's docstring: the string its body starts with."""
+    body = node.child_by_field_name("body")
+    first = body.named_child(0) if body is not None and body.named_child_count else None
+    if first is not None and first.type == "expression_statement" and first.named_child_count:
+        first = first.named_child(0)
+    if first is None or first.type != "string":
+        return ""
+    return _lead(_text(first, source).lstrip("rRuUbBfF").strip("\"'"))
+
+
+def _adjacent(previous: Node, following: Node) -> bool:
+    """No blank line between the two (a line comment's node may end at the next line's start)."""
+    end = previous.end_point
+    return following.start_point.row - (end.row - 1 if end.column == 0 else end.row) <= 1
+
+
+def _described(
+    symbol: Symbol, node: Node, source: bytes, comments: Sequence[Node], body: Node | None = None
+) -> Symbol:
+    """`comments`: those directly above the definition (or above its `export`, decorators,
+    attributes), which the walker collects as it passes them: asking a node for its siblings
+    or parent walks the tree again, which would cost more than the outline itself."""
+    symbol.signature = _signature(node, source, body)
+    doc = _docstring(node, source) if node.type in PYTHON_DEFINITIONS else ""
+    if not doc and comments:
+        doc = _lead("\n".join(_text(comment, source) for comment in comments))
+    symbol.doc = doc
+    symbol.line = node.start_point.row + 1
+    return symbol
+
+
+PYTHON_DEFINITIONS = frozenset({"function_definition", "class_definition"})
+
+
+def _walk(
+    node: Node,
+    source: bytes,
+    outline: Outline,
+    depth: int,
+    container: str | None,
+    above: Sequence[Node] = (),
+) -> None:
+    """`above`: the comments directly above `node` when it wraps a definition (`export`,
+    decorators), which belong to the first definition inside."""
+    run: list[Node] = []  # the comments and attributes just passed, with no blank line between
     for child in node.named_children:
         if len(outline.symbols) >= MAX_SYMBOLS:
             return
+        if "comment" in child.type or child.type in BETWEEN_DOC_AND_DEFINITION:
+            run = [*run, child] if run and _adjacent(run[-1], child) else [child]
+            continue
+        comments = (
+            [item for item in run if "comment" in item.type] if run and _adjacent(run[-1], child) else []
+        )
+        comments, above, run = comments or list(above), (), []
         kind = DEFINITIONS.get(child.type)
         if kind is not None:
             name = _name_of(child, source)
             if name:
                 outline.symbols.append(
-                    Symbol(name, kind if depth == 0 or kind != "function" else "method", depth, container)
+                    _described(
+                        Symbol(
+                            name, kind if depth == 0 or kind != "function" else "method", depth, container
+                        ),
+                        child,
+                        source,
+                        comments,
+                    )
                 )
                 inner = depth if kind in NAMESPACES else depth + 1
                 if kind in CONTAINERS and inner < MAX_DEPTH:
@@ -461,7 +602,7 @@ def _walk(node: Node, source: bytes, outline: Outline, depth: int, container: st
             if required:
                 outline.imports.extend(required)
                 continue
-            assigned = _assigned_symbol(child, source, depth)
+            assigned = _assigned_symbol(child, source, depth, comments)
             if assigned is not None:
                 outline.symbols.append(assigned)
                 continue
@@ -471,7 +612,7 @@ def _walk(node: Node, source: bytes, outline: Outline, depth: int, container: st
             ):
                 outline.entry_point = True
         if child.type in WRAPPERS or (child.type in BODY_TYPES and depth == 0):
-            _walk(child, source, outline, depth, container)
+            _walk(child, source, outline, depth, container, comments if child.type in DOC_WRAPPERS else ())
 
 
 def outline_code(source: bytes, language: str) -> Outline | None:

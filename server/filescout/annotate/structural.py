@@ -18,11 +18,11 @@ from filescout.annotate.base import TAG_LIMIT, clip
 from filescout.annotate.heuristic import annotate_text as annotate_by_lines
 from filescout.annotate.outline import Outline, has_grammar, outline_code, outline_data, outline_markdown
 from filescout.records import Annotation, FileToAnnotate
-from filescout.text import STOPWORDS, body_words, split_identifier
+from filescout.text import CAMEL_PART, STOPWORDS, body_words
 
 log = logging.getLogger(__name__)
 
-ANNOTATOR_ID = "structural/2"
+ANNOTATOR_ID = "structural/3"
 
 LANGUAGE_LABELS = {
     "python": "Python",
@@ -186,16 +186,19 @@ def role_tags(item: FileToAnnotate, outline: Outline) -> list[str]:
     return tags
 
 
+def _tag_words(names: Sequence[str]) -> list[str]:
+    """The words of these names that may become tags, in order: one regex over all of them
+    (no part spans a space, so this is `split_identifier` of each)."""
+    parts = CAMEL_PART.findall(" ".join(names))
+    return [word for word in map(str.lower, parts) if len(word) > 2 and word not in GENERIC_WORDS]
+
+
 def word_tags(item: FileToAnnotate, names: Sequence[str]) -> list[str]:
     counter: Counter[str] = Counter()
     stem = item.path.rsplit("/", 1)[-1].split(".")[0]
-    for word in split_identifier(stem):
-        if len(word) > 2 and word not in GENERIC_WORDS:
-            counter[word] += 3
-    for name in names:
-        for word in split_identifier(name):
-            if len(word) > 2 and word not in GENERIC_WORDS:
-                counter[word] += 1
+    for word in _tag_words([stem]):
+        counter[word] += 3
+    counter.update(_tag_words(names))
     return [word for word, _ in counter.most_common(TAG_LIMIT)]
 
 
@@ -250,7 +253,10 @@ def sentence(text: str) -> str:
     return text if text.endswith(("!", "?")) else text + "."
 
 
-def annotate_structure(item: FileToAnnotate) -> Annotation:
+def annotate_structure(item: FileToAnnotate, *, with_words: bool = True) -> Annotation:
+    """`with_words`: find the content words too (the scan finds them once per change; an
+    annotation carries them only for a content the index has no words of)."""
+    body = body_words(item.text) if with_words else None
     language = item.language or ""
     outline: Outline | None = None
     if language == "markdown":
@@ -261,7 +267,7 @@ def annotate_structure(item: FileToAnnotate) -> Annotation:
         outline = outline_code(item.text.encode("utf-8", errors="replace"), language)
     if outline is None:
         fallback = annotate_by_lines(item)
-        return dataclasses.replace(fallback, body=body_words(item.text))
+        return dataclasses.replace(fallback, body=body)
     if not item.text.strip():
         label = LANGUAGE_LABELS.get(language, language.capitalize() or "Text")
         return Annotation(
@@ -269,7 +275,7 @@ def annotate_structure(item: FileToAnnotate) -> Annotation:
             tags=role_tags(item, outline),
             symbols=[],
             imports=[],
-            body="",
+            body=body,
         )
     names = [symbol.name for symbol in outline.symbols] + outline.headings + outline.keys
     tags = role_tags(item, outline) + framework_tags(outline.imports)
@@ -280,7 +286,8 @@ def annotate_structure(item: FileToAnnotate) -> Annotation:
         tags=list(dict.fromkeys(tags))[:TAG_LIMIT],
         symbols=list(dict.fromkeys(names)),
         imports=outline.imports,
-        body=body_words(item.text),
+        body=body,
+        definitions=outline.definitions,
     )
 
 
@@ -294,15 +301,16 @@ class StructuralAnnotator:
         return await asyncio.to_thread(lambda: [annotate_safely(item) for item in files])
 
 
-def annotate_safely(item: FileToAnnotate) -> Annotation | None:
+def annotate_safely(item: FileToAnnotate, *, with_words: bool = True) -> Annotation | None:
     """One odd file (a parser bug, JSON nested too deep to decode) must not stop the backlog:
     it gets the line-based annotation instead, or none."""
     try:
-        return annotate_structure(item)
+        return annotate_structure(item, with_words=with_words)
     except Exception:
         log.warning("structural annotation of %s failed; using the line-based one", item.path, exc_info=True)
     try:
-        return dataclasses.replace(annotate_by_lines(item), body=body_words(item.text))
+        body = body_words(item.text) if with_words else None
+        return dataclasses.replace(annotate_by_lines(item), body=body)
     except Exception:
         log.exception("annotating %s failed", item.path)
         return None

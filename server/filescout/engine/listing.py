@@ -13,8 +13,6 @@ from filescout.errors import InvalidParams
 from filescout.index import FileFilter, Index
 from filescout.records import FileEntry
 from filescout.relevance.filters import PathFilter, decode_cursor, encode_cursor
-from filescout.relevance.prefilter import search_both
-from filescout.relevance.query import analyse
 from filescout_protocol.types import FileItem, GetFilesPage, GetFilesParams
 
 DEFAULT_PAGE_SIZE = 1000
@@ -114,6 +112,10 @@ class FileListing:
 
     async def _text_matches(self, text: str) -> list[str]:
         """Paths whose descriptions or content match `text`, best first (BM25, no priors)."""
+        # Imported by the first text query, not at startup (see Workspace.find_relevant_stream).
+        from filescout.relevance.prefilter import search_both
+        from filescout.relevance.query import analyse
+
         terms = analyse(text).terms
         if not terms:
             raise InvalidParams("query: no searchable words in it")

@@ -11,14 +11,16 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from filescout.config import CONFIG_FILE
+from filescout.engine.annotation_pool import AnnotationPool
 from filescout.engine.background import Background
 from filescout.engine.board import StatusBoard
+from filescout.engine.history import HistoryKeeper
 from filescout.engine.hooks import Hooks
 from filescout.engine.scheduler import Scheduler
 from filescout.engine.structural_worker import SCAN_SHARE, PassProgress
@@ -26,15 +28,20 @@ from filescout.errors import WorkspaceUnavailable
 from filescout.ignore import FILESCOUTIGNORE, IgnoreRules
 from filescout.index import Index
 from filescout.progress import NullProgress, ProgressReporter
-from filescout.records import KnownFile, ScanTotals
+from filescout.records import DirectoryListing, KnownFile, ScanTotals
 from filescout.scan import (
     RACY_NS,
     Listing,
+    ReadJob,
+    ReadOutcome,
     ScanBatch,
+    WalkMemory,
     WorkspaceGone,
     drifted,
     enumerate_files,
     printable,
+    read_here,
+    read_outcomes,
     require_root,
     scan,
     scan_paths,
@@ -49,7 +56,10 @@ SKIPPED_NAMES = "skipped_names"
 """How many files the last full scan left out because their names are not UTF-8."""
 NAMED_IN_WARNING = 20
 RULE_FILES = frozenset({".gitignore", FILESCOUTIGNORE, CONFIG_FILE})
-HANDOFF_DEPTH = 4  # scan batches waiting for the event loop
+HANDOFF_DEPTH = 2  # scan batches waiting for the event loop (each carries its files' words: MBs)
+READ_HERE_LIMIT = 256
+"""Changed files a scan reads in its own thread before it hands reading to the worker
+processes (a restart usually finds a handful: starting workers would cost more)."""
 
 
 def utc_now() -> str:
@@ -81,9 +91,11 @@ class Indexer:
         board: StatusBoard,
         hooks: Hooks,
         background: Background,
+        pool: AnnotationPool,
     ) -> None:
         self.root = root
         self.settings = settings
+        self.pool = pool
         self.task: asyncio.Task[None] | None = None
         self._scanned: asyncio.Future[ScanTotals] | None = None
         self._index = index
@@ -102,6 +114,7 @@ class Indexer:
         """The last pass or rescan found the workspace folder gone."""
         self._unreadable: frozenset[str] = frozenset()
         """What the last full scan could not read; each new set is logged once."""
+        self.history = HistoryKeeper(root, index)
 
     @property
     def idle(self) -> bool:
@@ -157,6 +170,8 @@ class Indexer:
                 board.storage_recovered()
             board.in_pass = False
             board.set_phase("idle", outcome)
+            reporter.report("reading the repository's history", 100)
+            await self.history.update()  # after the pass: questions never wait for it
         except asyncio.CancelledError:
             board.in_pass = False
             board.set_phase("idle", outcome)
@@ -213,12 +228,18 @@ class Indexer:
         same_rules = await self._index.meta.get(RULES_FINGERPRINT) == rules.fingerprint
         if not same_rules:
             await self._index.meta.set(RULES_FINGERPRINT, "")
-        producer = ScanProducer(self, rules, known_ready, same_rules, reporter)
+        # A walk lists again only the directories that changed since the last complete walk.
+        walked_before = await self._index.directories.load() if same_rules else {}
+        producer = ScanProducer(self, rules, known_ready, same_rules, reporter, walked_before)
         try:
             totals = await producer.store_batches(self._index, self._scheduler.current)
         finally:
             loading.cancel()
             await asyncio.gather(loading, return_exceptions=True)
+        if (walked := producer.walked) is not None:
+            await self._index.directories.keep(walked.listed, walked.gone, replace=not walked.before)
+        else:
+            await self._index.directories.forget()
         self._read_again_later(producer.settling)
         unreadable = frozenset([*(f"{directory}/" for directory in self._unlistable), *producer.unreadable])
         if unreadable != self._unreadable:
@@ -300,7 +321,7 @@ class Indexer:
         if batch.changed or batch.removed:
             try:
                 await self._index.files.apply_changes(
-                    batch.changed, batch.removed, current=self._scheduler.current
+                    batch.changed, batch.removed, current=self._scheduler.current, bodies=batch.bodies
                 )
             except Exception as exc:
                 if self._board.storage_fault(exc) is None:
@@ -377,11 +398,14 @@ class ScanProducer:
         known: concurrent.futures.Future[dict[str, KnownFile]],
         same_rules: bool,
         reporter: ProgressReporter,
+        walked_before: Mapping[str, DirectoryListing],
     ) -> None:
         self._indexer = indexer
         self._rules = rules
         self._known = known
         self._same_rules = same_rules
+        self._walked_before = walked_before
+        self.walked: WalkMemory | None = None
         self._reporter = reporter
         self._loop = asyncio.get_running_loop()
         self._stop = threading.Event()
@@ -398,7 +422,9 @@ class ScanProducer:
                     raise asyncio.CancelledError
                 if isinstance(item, BaseException):
                     raise item
-                renamed = await index.files.apply_changes(item.changed, item.removed, current=current)
+                renamed = await index.files.apply_changes(
+                    item.changed, item.removed, current=current, bodies=item.bodies
+                )
                 self.unreadable.extend(item.unreadable)
                 self.settling.extend(item.settling)
                 totals = dataclasses.replace(
@@ -420,9 +446,13 @@ class ScanProducer:
         indexer = self._indexer
         try:
             listing = enumerate_files(
-                indexer.root, self._rules, self._known.result if self._same_rules else None
+                indexer.root,
+                self._rules,
+                self._known.result if self._same_rules else None,
+                self._walked_before,
             )
             indexer.listed(listing, self._rules)
+            self.walked = listing.walked
             for batch in scan(
                 indexer.root,
                 self._known.result(),
@@ -430,6 +460,7 @@ class ScanProducer:
                 max_file_size=indexer.settings.max_file_size,
                 progress=self._on_progress,
                 is_cancelled=self._cancelled,
+                reader=ScanReader(indexer.pool),
             ):
                 self._handoff(batch)
             self._handoff(None)
@@ -454,3 +485,19 @@ class ScanProducer:
                 if self._stop.is_set():  # nobody will take it: the pass is over
                     future.cancel()
                     raise InterruptedError("scan abandoned") from None
+
+
+class ScanReader:
+    """Where a scan's reading (read, hash, classify, content words) runs: in the scan's own
+    thread while the changes are few, in the worker processes once they are many or the
+    workers run anyway. A job whose workers die is tried again, then read here."""
+
+    def __init__(self, pool: AnnotationPool) -> None:
+        self._pool = pool
+        self._read_here = 0
+
+    def __call__(self, job: ReadJob) -> concurrent.futures.Future[list[ReadOutcome]]:
+        if self._pool.running or self._read_here >= READ_HERE_LIMIT:
+            return self._pool.submit(read_outcomes, job, fallback=read_outcomes)
+        self._read_here += len(job[1])
+        return read_here(job)

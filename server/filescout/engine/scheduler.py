@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from filescout.engine.annotation_pool import AnnotationPool
 from filescout.engine.background import Background
 from filescout.engine.board import StatusBoard
 from filescout.engine.hooks import Hooks
@@ -33,6 +34,7 @@ class Scheduler:
         background: Background,
         hooks: Hooks,
         rescan: Rescan,
+        pool: AnnotationPool,
     ) -> None:
         self._root = root
         self._index: Index = roles.index
@@ -46,6 +48,7 @@ class Scheduler:
             rescan,
             shows_structural=lambda: self.model.annotator is None,
             cancel_backlog=self._cancel_backlog,
+            pool=pool,
         )
         self.model = ModelWorker(
             root, self._index, self.structural.annotator, hooks, rescan, storage_fault=board.storage_fault

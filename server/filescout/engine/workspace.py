@@ -8,11 +8,11 @@ import logging
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from filescout.config import db_path_for, load_settings
 from filescout.engine import sharing
-from filescout.engine.answers import FindUpdate, question_of
+from filescout.engine.annotation_pool import AnnotationPool, worker_count
 from filescout.engine.background import Background
 from filescout.engine.board import StatusBoard
 from filescout.engine.hooks import Hooks
@@ -25,7 +25,6 @@ from filescout.errors import InvalidParams, WorkspaceUnavailable
 from filescout.index import Index
 from filescout.paths import to_relative
 from filescout.records import ScanTotals
-from filescout.relevance.find import find
 from filescout.schedule import BACKGROUND
 from filescout_protocol.types import (
     FileItem,
@@ -38,6 +37,9 @@ from filescout_protocol.types import (
     Settings,
     StatusResult,
 )
+
+if TYPE_CHECKING:
+    from filescout.engine.answers import FindUpdate
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,7 @@ class Workspace:
         self._roles = roles
         self._index: Index = roles.index
         self._background = Background()
+        self._pool = AnnotationPool(worker_count(settings.index.workers))
         self._board = StatusBoard(
             self._index, hooks.on_status, self._background, lambda: self._scheduler.current
         )
@@ -67,9 +70,10 @@ class Workspace:
             self._background,
             hooks,
             rescan=lambda paths: self._background.spawn(self._indexer.refresh(paths, reread=True)),
+            pool=self._pool,
         )
         self._indexer = Indexer(
-            root, settings, self._index, self._scheduler, self._board, hooks, self._background
+            root, settings, self._index, self._scheduler, self._board, hooks, self._background, self._pool
         )
         self._listing = FileListing(root, self._index)
 
@@ -134,6 +138,7 @@ class Workspace:
         loaded = load_settings(self.root, editor_settings)
         old, self.settings = self.settings, loaded.settings
         self._indexer.settings = self.settings
+        self._pool.resize(worker_count(self.settings.index.workers))
         warnings = list(loaded.warnings)
         if db_path_for(self.root, self.settings) != self._index.path:
             warnings.append("dbPath changes take effect when the server restarts")
@@ -159,10 +164,12 @@ class Workspace:
         self._board.closed = True
         await self._background.cancel_all(self._indexer.task, *self._scheduler.tasks)
         await self._scheduler.model.close()
+        await asyncio.to_thread(self._pool.close)
         await self._roles.close()
 
     def stop_threads(self) -> None:
         """Last resort when the event loop is gone (the client vanished without shutdown)."""
+        self._pool.close()
         self._index.stop_threads()
 
     # -- indexing --------------------------------------------------------------------------
@@ -243,6 +250,11 @@ class Workspace:
 
     async def find_relevant_stream(self, params: FindRelevantParams) -> AsyncIterator[FindUpdate]:
         """The stages of findRelevant as they complete; the last update is `done`."""
+        # Imported at the first question, not at startup: nothing on the way to a query-ready
+        # index needs the relevance stages.
+        from filescout.engine.answers import FindUpdate, question_of
+        from filescout.relevance.find import find
+
         question = question_of(params, self.root)
         model = self._scheduler.model.annotator
         client = model.client if model is not None else None

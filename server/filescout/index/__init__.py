@@ -6,8 +6,12 @@
     catalogue   files: one row per file, the annotation it shows, listings
     annotations annotations by (content hash, annotator)
     search      files_fts (what describes a file) and the content index (contents, body_fts)
+    definitions what each content defines, described, and its full-text index
+    graph       what each file imports, as keys its imports are found by
     access      frecency of use
+    history     the repository's commits: messages and the files they touched
     usage       model calls and tokens per day
+    directories what a directory walk listed in each directory, for the next walk
     meta        small facts about the index itself
 
 Nothing here knows the wire protocol: rooms take and return plain records (`filescout.records`).
@@ -21,6 +25,10 @@ from filescout.index.access import AccessLog
 from filescout.index.annotations import Annotations
 from filescout.index.catalogue import Catalogue, FileFilter
 from filescout.index.database import Database, IndexUnusable
+from filescout.index.definitions import DefinitionIndex
+from filescout.index.directories import Directories
+from filescout.index.graph import ImportGraph
+from filescout.index.history import History
 from filescout.index.meta import Meta
 from filescout.index.search import ContentIndex, DescriptionIndex
 from filescout.index.usage import UsageLog
@@ -35,8 +43,12 @@ class Index:
         self.annotations = Annotations(db)
         self.descriptions = DescriptionIndex(db)
         self.contents = ContentIndex(db)
+        self.definitions = DefinitionIndex(db)
+        self.graph = ImportGraph(db)
         self.access = AccessLog(db)
+        self.history = History(db)
         self.usage = UsageLog(db)
+        self.directories = Directories(db)
         self.meta = Meta(db)
 
     @classmethod

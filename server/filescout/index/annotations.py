@@ -11,8 +11,9 @@ import msgspec
 
 from filescout.index.catalogue import Catalogue
 from filescout.index.database import Database, json_list
+from filescout.index.definitions import DefinitionIndex, prepare
 from filescout.index.search import ContentIndex
-from filescout.records import Annotation, PendingFile
+from filescout.records import Annotation, PendingFile, PreparedDefinitions
 
 _decode_list = msgspec.json.Decoder(list[str]).decode
 _encode = msgspec.json.encode
@@ -22,6 +23,14 @@ _encode = msgspec.json.encode
 MACHINE_ANNOTATORS = ("structural/", "heuristic/")
 KIND_ORDER_SQL = """CASE f.kind WHEN 'source' THEN 0 WHEN 'test' THEN 1 WHEN 'config' THEN 2
     WHEN 'docs' THEN 3 WHEN 'other' THEN 4 ELSE 5 END"""
+
+
+def _prepared_definitions(item: Annotation) -> PreparedDefinitions | None:
+    """What the annotation defines, as the index keeps it: prepared by the worker that made it,
+    or here."""
+    if item.words is not None and item.words.definitions is not None:
+        return item.words.definitions
+    return prepare(item.definitions) if item.definitions is not None else None
 
 
 class Annotations:
@@ -67,16 +76,30 @@ class Annotations:
             bodies = [(digest, item.body) for digest, item in annotations if item.body is not None]
             if bodies:
                 await ContentIndex.store(db, bodies)
-            await Catalogue.show(db, annotator, [digest for digest, _ in annotations], replace=replace)
+            described = [
+                (digest, prepared)
+                for digest, item in annotations
+                if (prepared := _prepared_definitions(item)) is not None
+            ]
+            if described:
+                await DefinitionIndex.store(db, described)
+            await Catalogue.show(
+                db,
+                annotator,
+                [digest for digest, _ in annotations],
+                replace=replace,
+                words={digest: item.words for digest, item in annotations if item.words is not None},
+            )
 
     async def drop_orphans(self) -> int:
-        """Forget the content words of contents no file has any more, and the machine
-        annotations made from them, in one transaction: content that comes back (a deleted
+        """Forget the content words and definitions of contents no file has any more, and the
+        machine annotations made from them, in one transaction: content that comes back (a deleted
         file restored, a revert) is then annotated again, which indexes its words again,
         instead of showing an annotation whose words are gone. Model annotations stay (they
         cost money, and a revert finds them). Returns how many contents were forgotten."""
         machine = " OR ".join(f"annotator LIKE '{prefix}%'" for prefix in MACHINE_ANNOTATORS)
         async with self._db.transaction() as db:
+            await DefinitionIndex.drop_orphans(db)
             hashes = await ContentIndex.drop_orphans(db)
             if hashes:
                 await db.execute(

@@ -8,7 +8,7 @@ it shows, compared with the annotator the caller names as current.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,8 +17,9 @@ import msgspec
 
 from filescout.index.access import AccessLog
 from filescout.index.database import Database, json_list
-from filescout.index.search import DescriptionIndex
-from filescout.records import FileEntry, FileRecord, KnownFile
+from filescout.index.graph import ImportGraph
+from filescout.index.search import ContentIndex, DescriptionIndex
+from filescout.records import FileEntry, FileRecord, IndexWords, KnownFile
 
 _decode_list = msgspec.json.Decoder(list[str]).decode
 
@@ -174,13 +175,22 @@ class Catalogue:
         return {row[0]: row for row in rows}  # type: ignore[misc]  # rows are (str, int, int)
 
     async def apply_changes(
-        self, changed: Sequence[FileRecord], removed: Sequence[str], *, current: str
+        self,
+        changed: Sequence[FileRecord],
+        removed: Sequence[str],
+        *,
+        current: str,
+        bodies: Sequence[tuple[str, str, bytes]] = (),
     ) -> int:
-        """Store one batch of scan findings in one transaction. Removed paths whose content
-        reappears under another path (a rename or move) hand their access history over.
-        Returns how many removals were renames."""
+        """Store one batch of scan findings in one transaction, with the content words the
+        scan found (`ContentIndex.store_packed`): a file is searchable by content as soon as it
+        is stored. Removed paths whose content reappears under another path (a rename or move)
+        hand their access history over. Returns how many removals were renames."""
+        if not (changed or removed or bodies):  # a scan's last batch often brings nothing
+            return 0
         renamed = 0
         async with self._db.transaction() as db:
+            await ContentIndex.store_packed(db, bodies)
             if changed:
                 await db.executemany(
                     f"""
@@ -225,15 +235,22 @@ class Catalogue:
                 await AccessLog.hand_over(db, moved)
                 renamed = len(moved)
                 await DescriptionIndex.forget(db, gone)
+                await ImportGraph.forget(db, gone)
                 await db.execute("DELETE FROM files WHERE path IN (SELECT value FROM json_each(?))", (gone,))
         return renamed
 
     @staticmethod
     async def show(
-        db: aiosqlite.Connection, annotator: str, hashes: Iterable[str], *, replace: bool
+        db: aiosqlite.Connection,
+        annotator: str,
+        hashes: Iterable[str],
+        *,
+        replace: bool,
+        words: Mapping[str, IndexWords] | None = None,
     ) -> list[str]:
         """Inside a transaction: files with these contents now show `annotator`'s annotation
-        (with `replace=False`, only files that show none yet). Returns their paths."""
+        (with `replace=False`, only files that show none yet). `words`: the annotations'
+        full-text words by content hash, when found where they were made. Returns their paths."""
         condition = "" if replace else "AND annotator IS NULL"
         rows = await db.execute_fetchall(
             f"""
@@ -244,13 +261,18 @@ class Catalogue:
             (annotator, json_list(hashes)),
         )
         paths = [str(row[0]) for row in rows]
-        await Catalogue.show_annotations(db, paths)
+        shown = {(digest, annotator): item for digest, item in words.items()} if words else None
+        await Catalogue.show_annotations(db, paths, shown)
         return paths
 
     @staticmethod
-    async def show_annotations(db: aiosqlite.Connection, paths: Iterable[str]) -> None:
+    async def show_annotations(
+        db: aiosqlite.Connection,
+        paths: Iterable[str],
+        words: Mapping[tuple[str, str], IndexWords] | None = None,
+    ) -> None:
         """Inside a transaction, after `paths` changed or show another annotation: copy its
-        summary and tags onto their rows and rebuild their full-text rows."""
+        summary and tags onto their rows and rebuild their full-text rows and import keys."""
         paths = list(paths)
         await db.execute(
             """
@@ -260,7 +282,8 @@ class Catalogue:
             """,
             (json_list(paths),),
         )
-        await DescriptionIndex.refresh(db, paths)
+        await DescriptionIndex.refresh(db, paths, words)
+        await ImportGraph.refresh(db, paths)
 
     # -- what listings read ----------------------------------------------------------------
 

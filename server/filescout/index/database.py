@@ -194,8 +194,11 @@ class Database:
                 connection.stop()
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One write transaction; COMMIT or ROLLBACK runs even if the caller is cancelled."""
+    async def transaction(self, *, bump: bool = True) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction; COMMIT or ROLLBACK runs even if the caller is cancelled. With
+        `bump=False` the commit leaves `generation` as it was: for writes that nothing read
+        under a generation depends on (the meta table's facts, which Meta keeps itself), so a
+        pass that changed no file keeps the counts it read before it."""
         writer = self._writer
         if writer is None:
             raise RuntimeError("this process serves reads only; another one writes the index")
@@ -204,7 +207,8 @@ class Database:
                 await _to_completion(writer.execute("BEGIN IMMEDIATE"))
                 yield writer
                 await _to_completion(writer.execute("COMMIT"))
-                self.generation += 1
+                if bump:
+                    self.generation += 1
             except BaseException:
                 if writer.in_transaction:  # the body failed, or COMMIT did (busy, I/O, full)
                     await _to_completion(writer.execute("ROLLBACK"))
@@ -327,7 +331,7 @@ async def _migrate(db: aiosqlite.Connection) -> None:
             await db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             await db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
             await db.execute("INSERT INTO schema_version(version) VALUES (0)")
-        for step in range(version + 1, SCHEMA_VERSION + 1):
+        for step in sorted(key for key in MIGRATIONS if version < key <= SCHEMA_VERSION):
             for statement in statements(MIGRATIONS[step]):
                 await db.execute(statement)
             await db.execute("UPDATE schema_version SET version = ?", (step,))

@@ -27,9 +27,13 @@ class Meta:
         return value
 
     async def set(self, key: str, value: str) -> None:
-        async with self._db.transaction() as db:
+        # Nothing else is read from the meta table, so the commit need not make the other rooms
+        # read again (bump=False); what this room keeps is updated here instead.
+        async with self._db.transaction(bump=False) as db:
             await db.execute(
                 "INSERT INTO meta(key, value) VALUES (?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
+        if self._generation == self._db.generation:
+            self._known[key] = value

@@ -4,7 +4,7 @@ some of these tables; the history stays in one place because a version is one st
 from __future__ import annotations
 
 APPLICATION_ID = 0x46534354  # "FSCT": marks a SQLite file as a filescout index
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 9
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -87,6 +87,68 @@ MIGRATIONS: dict[int, str] = {
         tokenize = 'unicode61 remove_diacritics 2'
     );
     CREATE VIRTUAL TABLE body_terms USING fts5vocab(body_fts, 'row');
+    """,
+    7: """
+    CREATE TABLE definitions (
+        content_id INTEGER PRIMARY KEY,
+        described BLOB NOT NULL,
+        words BLOB NOT NULL
+    );
+    CREATE VIRTUAL TABLE definitions_fts USING fts5(
+        name, container, signature, doc,
+        content = '',
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TABLE import_keys (
+        key TEXT NOT NULL,
+        file_id INTEGER NOT NULL,
+        PRIMARY KEY (key, file_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX import_keys_by_file ON import_keys(file_id);
+    """,
+    6: """
+    CREATE TABLE commits (
+        id INTEGER PRIMARY KEY,
+        sha BLOB NOT NULL,
+        time INTEGER NOT NULL,
+        changed INTEGER NOT NULL,
+        subject TEXT NOT NULL
+    );
+    CREATE TABLE history_paths (
+        id INTEGER PRIMARY KEY,
+        path TEXT NOT NULL UNIQUE
+    );
+    CREATE TABLE commit_files (
+        commit_id INTEGER NOT NULL,
+        path_id INTEGER NOT NULL,
+        PRIMARY KEY (commit_id, path_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX commit_files_by_path ON commit_files(path_id, commit_id);
+    CREATE VIRTUAL TABLE commits_fts USING fts5(
+        message,
+        content = '',
+        tokenize = 'unicode61 remove_diacritics 2'
+    );
+    CREATE VIRTUAL TABLE commits_terms USING fts5vocab(commits_fts, 'row');
+    CREATE TABLE history_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        tip TEXT,
+        newest INTEGER NOT NULL,
+        built_ms INTEGER NOT NULL
+    );
+    """,
+    9: """
+    CREATE TABLE directories (
+        path TEXT PRIMARY KEY,
+        mtime_ns INTEGER NOT NULL,
+        ctime_ns INTEGER NOT NULL,
+        inode INTEGER NOT NULL,
+        device INTEGER NOT NULL,
+        settled INTEGER NOT NULL,
+        ignore_digest TEXT NOT NULL,
+        files TEXT NOT NULL,
+        subdirs TEXT NOT NULL
+    ) WITHOUT ROWID;
     """,
 }
 

@@ -9,20 +9,25 @@ from such an index means naming the words it was indexed with.
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import aiosqlite
 import msgspec
 
 from filescout.index.database import Database, json_list
-from filescout.records import SearchHit
-from filescout.text import join_words, path_words
+from filescout.records import IndexWords, SearchHit
+from filescout.text import join_words, pack_words, path_words, unpack_words
 
 _decode_list = msgspec.json.Decoder(list[str]).decode
 
 DescriptionWeights = tuple[float, float, float, float]
 """BM25 column weights: path words, symbols, summary, tags."""
+
+
+def _symbol_and_tag_words(words: IndexWords | None, symbols: str, tags: str) -> tuple[str, str]:
+    if words is not None:
+        return words.symbols, words.tags
+    return join_words(_decode_list(symbols)), join_words(_decode_list(tags))
 
 
 class DescriptionIndex:
@@ -32,12 +37,18 @@ class DescriptionIndex:
         self._db = db
 
     @staticmethod
-    async def refresh(db: aiosqlite.Connection, paths: Iterable[str]) -> None:
+    async def refresh(
+        db: aiosqlite.Connection,
+        paths: Iterable[str],
+        known: Mapping[tuple[str, str], IndexWords] | None = None,
+    ) -> None:
         """Inside a transaction: rebuild the rows of `paths` from the files' rows and the
-        annotations they show."""
+        annotations they show. `known`: the words of annotations, by (content hash, annotator),
+        found where they were made; the others' are found here."""
+        known = known or {}
         rows = await db.execute_fetchall(
             """
-            SELECT f.id, f.path, COALESCE(a.symbols, '[]'), f.summary, f.tags
+            SELECT f.id, f.path, COALESCE(a.symbols, '[]'), f.summary, f.tags, f.hash, f.annotator
             FROM files AS f
             LEFT JOIN annotations AS a ON a.hash = f.hash AND a.annotator = f.annotator
             WHERE f.path IN (SELECT value FROM json_each(?))
@@ -46,16 +57,15 @@ class DescriptionIndex:
         )
         await db.executemany("DELETE FROM files_fts WHERE rowid = ?", [(row[0],) for row in rows])
         await db.executemany(
-            "INSERT INTO files_fts(rowid, path, symbols, summary, tags) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO files_fts(rowid, path, symbols, tags, summary) VALUES (?, ?, ?, ?, ?)",
             [
                 (
                     file_id,
                     path_words(path),
-                    join_words(_decode_list(symbols)),
+                    *_symbol_and_tag_words(known.get((digest, annotator)), symbols, tags),
                     summary,
-                    join_words(_decode_list(tags)),
                 )
-                for file_id, path, symbols, summary, tags in rows
+                for file_id, path, symbols, summary, tags, digest, annotator in rows
             ],
         )
 
@@ -94,24 +104,40 @@ class ContentIndex:
     @staticmethod
     async def store(db: aiosqlite.Connection, bodies: Sequence[tuple[str, str]]) -> None:
         """Inside a transaction: index the words of contents not indexed yet."""
+        await ContentIndex.store_packed(db, [(digest, body, pack_words(body)) for digest, body in bodies])
+
+    @staticmethod
+    async def store_packed(db: aiosqlite.Connection, bodies: Sequence[tuple[str, str, bytes]]) -> None:
+        """Inside a transaction: index the words of contents not indexed yet, given with their
+        packed form (`text.pack_words`, made where they were found: a worker process)."""
+        if not bodies:
+            return
         rows = await db.execute_fetchall(
             "SELECT hash FROM contents WHERE hash IN (SELECT value FROM json_each(?))",
-            (json_list(digest for digest, _ in bodies),),
+            (json_list(digest for digest, _, _ in bodies),),
         )
         present = {row[0] for row in rows}
-        fresh = {digest: body for digest, body in bodies if digest not in present}
+        fresh = {digest: (body, packed) for digest, body, packed in bodies if digest not in present}
         if not fresh:
             return
-        # Two statements for the whole batch; the generator is consumed, and the words
-        # compressed, on the connection's thread rather than the event loop's.
         await db.executemany(
             "INSERT INTO contents(hash, words) VALUES (?, ?)",
-            ((digest, zlib.compress(body.encode(), 6)) for digest, body in fresh.items()),
+            [(digest, packed) for digest, (_, packed) in fresh.items()],
         )
         await db.executemany(
             "INSERT INTO body_fts(rowid, body) SELECT id, ? FROM contents WHERE hash = ?",
-            [(body, digest) for digest, body in fresh.items()],
+            [(body, digest) for digest, (body, _) in fresh.items()],
         )
+
+    async def missing(self, hashes: Iterable[str]) -> set[str]:
+        """Which of these contents have no words in the index (indexed by an older version,
+        or forgotten since)."""
+        wanted = set(hashes)
+        rows = await self._db.reader.execute_fetchall(
+            "SELECT hash FROM contents WHERE hash IN (SELECT value FROM json_each(?))",
+            (json_list(wanted),),
+        )
+        return wanted - {row[0] for row in rows}
 
     @staticmethod
     async def drop_orphans(db: aiosqlite.Connection) -> list[str]:
@@ -125,7 +151,7 @@ class ContentIndex:
         if rows:
             await db.executemany(
                 "INSERT INTO body_fts(body_fts, rowid, body) VALUES ('delete', ?, ?)",
-                [(content_id, zlib.decompress(words).decode()) for content_id, _, words in rows],
+                [(content_id, unpack_words(words)) for content_id, _, words in rows],
             )
             await db.executemany(
                 "DELETE FROM contents WHERE id = ?", [(content_id,) for content_id, _, _ in rows]

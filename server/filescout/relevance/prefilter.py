@@ -9,6 +9,11 @@ frame, `fix(routing):`) move up, and so do the files that define a symbol it men
 (`url_for`, `RouteMap`), more than the files that merely use it (mentions.py tells mentions from
 ordinary words); tests, docs, config and data move down unless the question is about them or
 names them; frecently used files get a small lift.
+
+Two more signals: definitions are searched on their own and rolled up to their files (a large
+file with one function about the question is not drowned by its other words; definitions.py),
+and the files the leaders import, or are imported by, gain a small share of their scores
+(graph.py).
 """
 
 from __future__ import annotations
@@ -23,8 +28,11 @@ from dataclasses import dataclass, field
 from filescout.classify import SOURCE_LANGUAGES
 from filescout.index import Index
 from filescout.index.access import current_score
-from filescout.records import FileEntry, SearchHit
+from filescout.records import DefinitionHit, FileEntry, SearchHit
+from filescout.relevance import definitions as defined_here
+from filescout.relevance import graph
 from filescout.relevance.filters import PathFilter
+from filescout.relevance.history import lift_by_history, past_votes
 from filescout.relevance.mentions import Mentions, Naming, defined, name_files, unmatched_names
 from filescout.relevance.query import Query, expression
 from filescout.relevance.signals import Signals
@@ -44,6 +52,8 @@ KIND_PRIOR = {
     "generated": 0.2,
     "binary": 0.0,
 }
+DEFINITIONS_REASON = 0.1
+"""A file's definitions are named among its reasons when they gave it this share of its score."""
 DEFINES_MENTIONED = 1.0
 """Lift for defining a symbol the question mentions, shared among the leaders that define it:
 as much as being named by path (mentions.NAMES_PATH)."""
@@ -76,6 +86,14 @@ async def _nothing() -> list[SearchHit]:
     return []
 
 
+async def _no_definitions() -> list[DefinitionHit]:
+    return []
+
+
+async def _no_links() -> graph.Links:
+    return graph.Links()
+
+
 def telling_terms(terms: list[str], frequency: dict[str, int], total: int) -> list[str]:
     """The terms rare enough to tell files apart. In a large index, a word in a fifth of all
     files adds little to BM25 but makes the search visit a fifth of the index; the rarest few
@@ -97,15 +115,31 @@ class TextMatches:
     hits: dict[str, SearchHit] = field(default_factory=dict)
     scores: dict[str, list[float]] = field(default_factory=dict)
     """path -> [description score, content score]"""
+    defined: dict[str, defined_here.DefinedMatch] = field(default_factory=dict)
+    """path -> its definitions that match, when definitions were searched"""
+    defined_lifts: dict[str, float] = field(default_factory=dict)
+    """path -> what its matching definitions add to its score"""
 
     def fused(self, path: str) -> float:
         described, content = self.scores[path]
-        return described + CONTENT_WEIGHT * content
+        return described + CONTENT_WEIGHT * content + self.defined_lifts.get(path, 0.0)
+
+    def add_definitions(self, found: list[DefinitionHit]) -> None:
+        """Fuse the definitions' ranking into the files': each file's rolled-up score, scaled
+        to the file-level scores; a file only its definitions match joins the hits."""
+        text = {path: self.fused(path) for path in self.scores}
+        self.defined = defined_here.roll_up(found)
+        for hit in found:
+            if hit.path not in self.hits:
+                self.hits[hit.path] = SearchHit(hit.path, 0.0, hit.kind, hit.access_rank)
+                self.scores[hit.path] = [0.0, 0.0]
+        self.defined_lifts = defined_here.lifts(self.defined, text)
 
 
-async def search_both(index: Index, terms: list[str], *, limit: int) -> TextMatches:
+async def search_both(index: Index, terms: list[str], *, limit: int, definitions: int = 0) -> TextMatches:
     """Both full-text searches for `terms`, side by side (two connections), after dropping
-    terms too common to tell files apart."""
+    terms too common to tell files apart; with `definitions`, that many best definitions too,
+    fused in."""
     matches = TextMatches()
     if not terms:
         return matches
@@ -113,16 +147,23 @@ async def search_both(index: Index, terms: list[str], *, limit: int) -> TextMatc
     telling = telling_terms(terms, frequency, total)
     described_expression = expression(telling)
     content_expression = expression(telling, single_tokens=True)
-    described, contents = await asyncio.gather(
+    defining = defined_here.specific_terms(telling, frequency, total)
+    defining_expression = expression(defining, single_tokens=True) if definitions else None
+    described, contents, defined = await asyncio.gather(
         index.descriptions.search(described_expression, limit=limit, weights=STRUCTURE_WEIGHTS)
         if described_expression
         else _nothing(),
         index.contents.search(content_expression, limit=limit) if content_expression else _nothing(),
+        index.definitions.search(defining_expression, limit=definitions, weights=defined_here.WEIGHTS)
+        if defining_expression and definitions
+        else _no_definitions(),
     )
     for column, found in enumerate((described, contents)):
         for hit in found:
             matches.hits[hit.path] = hit
             matches.scores.setdefault(hit.path, [0.0, 0.0])[column] = hit.rank
+    if defined:
+        matches.add_definitions(defined)
     return matches
 
 
@@ -183,20 +224,51 @@ async def prefilter(
     signals = Signals.from_environment() if signals is None else signals
     if not signals.mentions:
         query = dataclasses.replace(query, mentions=Mentions())
-    matches = await search_both(index, query.terms, limit=POOL if scope.is_empty else SCOPED_POOL)
-    await find_named_files(index, query, matches)
+    wide = scope.is_empty
+    # The history's votes do not depend on the text ranking: sought beside the text searches.
+    votes = asyncio.create_task(past_votes(index, query, scope, KIND_PRIOR)) if signals.history else None
+    try:
+        matches = await search_both(
+            index,
+            query.terms,
+            limit=POOL if wide else SCOPED_POOL,
+            definitions=(defined_here.POOL if wide else defined_here.SCOPED_POOL)
+            if signals.definitions
+            else 0,
+        )
+        await find_named_files(index, query, matches)
+    except BaseException:
+        if votes is not None:
+            votes.cancel()
+        raise
     hits = {path: hit for path, hit in matches.hits.items() if scope.matches(path)}
     namings = name_files(query.mentions, hits) if query.mentions else {}
     scored = first_scores(query, matches, hits, namings, time.time() if now is None else now)
+    # The repository's history (git work trees): votes of similar past commits, co-change.
+    history = await lift_by_history(index, query, scored, scope, KIND_PRIOR, await votes) if votes else None
+    scored = history.ranked if history else scored
     # Symbols (for what the question mentions) only for the leaders; reasons only for the answer.
     leaders = scored[: max(limit + LEADERS_BEYOND_LIMIT, SYMBOL_POOL)]
-    facts = await index.files.entries_with_symbols([path for _, path in leaders], current=current)
+    paths = [path for _, path in leaders]
+    facts, links = await asyncio.gather(
+        index.files.entries_with_symbols(paths, current=current),
+        graph.read_links(index, paths, paths) if signals.imports else _no_links(),
+    )
     symbols = {path: facts[path][1] for _, path in leaders if path in facts}
     # A Markdown heading or a JSON key is among a file's symbols, but only code defines one.
     definitions = {
         path: found if facts[path][0].language in SOURCE_LANGUAGES else [] for path, found in symbols.items()
     }
     ranked = rescore_with_symbols(query, leaders, definitions, namings)
+    lifts = graph.spread([(score, path) for score, path, _ in ranked], links)
+    if lifts:
+        ranked = sorted(
+            (
+                (score + (lifts[path].amount if path in lifts else 0.0), path, mentioned)
+                for score, path, mentioned in ranked
+            ),
+            key=lambda entry: (-entry[0], entry[1]),
+        )
     candidates: list[Candidate] = []
     for score, path, mentioned in ranked[:limit]:
         item, _ = facts[path]
@@ -206,10 +278,17 @@ async def prefilter(
             reasons.append(
                 "defines " + ", ".join(f"`{name}`" for name in mentioned[:3]) + " the question mentions"
             )
-        reasons += ["you used it recently"] if hits[path].access_rank is not None else []
+        if path in matches.defined and matches.defined_lifts[path] >= DEFINITIONS_REASON * matches.fused(
+            path
+        ):
+            reasons.append(defined_here.describe(matches.defined[path], query.terms))
+        if path in lifts:
+            reasons.append(graph.reason(lifts[path]))
+        reasons += ["you used it recently"] if path in hits and hits[path].access_rank is not None else []
         reasons += explain(query, item, symbols[path])
-        if not matches.scores[path][0]:
+        if path in matches.scores and not matches.scores[path][0] and matches.scores[path][1]:
             reasons.append("its content matches the question's words")
+        reasons += history.reasons.get(path, []) if history else []
         candidates.append(Candidate(item=item, score=score, reasons=reasons))
     return candidates
 

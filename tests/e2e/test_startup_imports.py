@@ -1,0 +1,126 @@
+"""End to end: what starting up imports. The path to a query-ready index needs neither the model
+client, nor the MCP SDK, nor secret detection, nor the relevance stages; each costs startup time
+and is imported where it is first needed. These tests read the modules a real `filescout index`
+and a real `filescout serve` hold when they exit, so an import added on the way cannot undo it
+unnoticed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from support import make_workspace
+
+TIMEOUT = 60.0
+NEVER_AT_STARTUP = (
+    "openai",  # the model client: only once a model is configured
+    "mcp",  # the MCP SDK: only `filescout mcp`
+    "detect_secrets",  # redaction: only for what goes to a model
+    "psycopg",  # the team's shared cache: only when one is configured
+    "filescout.mcp",
+    "filescout.relevance.find",  # the relevance stages: at the first question
+    "filescout.relevance.prefilter",
+)
+
+# Runs `python -m filescout ARGS...` and, on the way out, writes the names of the modules the
+# process imported to the file named by FILESCOUT_TEST_MODULES.
+PROBE = (
+    "import atexit, os, runpy, sys\n"
+    "atexit.register(lambda: open(os.environ['FILESCOUT_TEST_MODULES'], 'w').write('\\n'.join(sys.modules)))\n"
+    "sys.argv = ['filescout', *sys.argv[1:]]\n"
+    "runpy.run_module('filescout', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def environment(tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "FILESCOUT_CACHE_DIR": "",
+        "FILESCOUT_TEST_MODULES": str(tmp_path / "modules.txt"),
+    }
+
+
+def imported(tmp_path: Path) -> set[str]:
+    return set((tmp_path / "modules.txt").read_text().split("\n"))
+
+
+def unexpected(modules: set[str]) -> list[str]:
+    return sorted(
+        name for name in modules if name.split(".")[0] in NEVER_AT_STARTUP or name in NEVER_AT_STARTUP
+    )
+
+
+def frame(message: dict[str, object]) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def read_message(stream: object) -> dict[str, object] | None:
+    length = None
+    while (line := stream.readline()) not in (b"\r\n", b""):  # type: ignore[attr-defined]
+        name, _, value = line.decode("ascii").partition(":")
+        if name.lower() == "content-length":
+            length = int(value)
+    return None if length is None else json.loads(stream.read(length))  # type: ignore[attr-defined]
+
+
+def serve_until_ready(root: Path, env: dict[str, str]) -> None:
+    """Start the server, let it verify the index against the tree, and shut it down."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", PROBE, "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        initialize = {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {}}
+        process.stdin.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize}))
+        process.stdin.flush()
+        while (message := read_message(process.stdout)) is not None and message.get("id") != 1:
+            pass
+        process.stdin.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        process.stdin.flush()
+        phases = []
+        while (message := read_message(process.stdout)) is not None:
+            if message.get("method") == "filescout/status":
+                phases.append(message["params"]["phase"])  # type: ignore[index]
+                if phases[-1] == "idle" and "annotating" in phases:
+                    break
+        assert "annotating" in phases, f"the server never became ready: {phases}"
+        process.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+        process.stdin.write(frame({"jsonrpc": "2.0", "method": "exit"}))
+        process.stdin.flush()
+        assert process.wait(timeout=TIMEOUT) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_index_without_a_model_imports_no_model_client_sdk_or_relevance(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws", git=True)
+    env = environment(tmp_path)
+    subprocess.run([sys.executable, "-c", PROBE, "index", str(root)], env=env, check=True, timeout=TIMEOUT)
+    modules = imported(tmp_path)
+    assert "filescout.engine" in modules and "filescout.scan" in modules  # the probe saw the run
+    assert unexpected(modules) == []
+
+
+def test_a_warm_server_start_imports_no_annotation_grammar_model_client_or_relevance(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws", git=False)
+    env = environment(tmp_path)
+    subprocess.run(
+        [sys.executable, "-m", "filescout", "index", str(root)], env=env, check=True, timeout=TIMEOUT
+    )
+    serve_until_ready(root, env)
+    modules = imported(tmp_path)
+    assert "filescout.lsp.handlers" in modules and "filescout.scan" in modules
+    # Nothing changed, so nothing is annotated: the grammars are not loaded either.
+    assert unexpected(modules) == []
+    assert "tree_sitter_language_pack" not in modules

@@ -1,0 +1,291 @@
+"""The worker processes that read and annotate while indexing: started when there is work,
+stopped when idle or closed, replaced when one dies, and giving the same index as one worker;
+the content index filled by the scan itself; a touched file ahead of the backlog."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import signal
+import time
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+import pytest
+
+from filescout.config import load_settings
+from filescout.engine import Workspace
+from filescout.engine.annotation_pool import AnnotationPool, worker_count
+from filescout.engine.structural_worker import ANNOTATION_BATCH, GATHER, Saves
+from filescout.ignore import IgnoreRules
+from filescout.index import Index
+from filescout.records import Annotation, KnownFile
+from filescout.scan import enumerate_files, read_outcomes, scan
+from filescout_protocol.types import GetFilesParams
+from support import make_large_workspace, make_workspace
+
+TIMEOUT = 120  # against hangs only
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` is a process that has not exited (a zombie has exited)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def children() -> list[int]:
+    """This process's children, but multiprocessing's resource tracker (one per process, kept
+    for its lifetime)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                parent = int(handle.read().rpartition(")")[2].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                command = handle.read()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if parent == os.getpid() and b"resource_tracker" not in command and alive(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+async def eventually(condition, *, timeout: float = TIMEOUT) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+async def open_engine(root: Path, tmp_path: Path, workers: int | None = 2) -> Workspace:
+    settings = {"index": {"workers": workers}} if workers is not None else {}
+    return await Workspace.open(root, settings, env={"FILESCOUT_CACHE_DIR": str(tmp_path / "cache")})
+
+
+async def indexed(engine: Workspace) -> None:
+    engine.start_indexing("index")
+    await asyncio.wait_for(engine.wait_idle(), TIMEOUT)
+
+
+async def entries(engine: Workspace) -> dict[str, tuple[str, list[str], str]]:
+    found = {}
+    async for batch in engine.stream_files(GetFilesParams()):
+        for item in batch:
+            found[item.path] = (item.summary, item.tags, item.status)
+    return found
+
+
+# -- the pool itself ---------------------------------------------------------------------------
+
+
+async def test_the_pool_starts_with_work_stops_when_idle_and_closes_without_leftovers() -> None:
+    pool = AnnotationPool(2, idle_seconds=0.3)
+    assert not pool.running and pool.pids() == []
+    assert await pool.run(abs, -3) == 3
+    assert pool.running and 1 <= len(pool.pids()) <= 2
+    workers = pool.pids()
+    await eventually(lambda: not pool.running)  # idle: stopping
+    await eventually(lambda: not any(alive(pid) for pid in workers))
+    assert await pool.run(abs, -4) == 4  # and started again for new work
+    assert pool.started == 2
+    workers = pool.pids()
+    pool.close()
+    assert not any(alive(pid) for pid in workers)
+    assert children() == []
+    with pytest.raises(RuntimeError):
+        await pool.run(abs, -5)
+
+
+async def test_a_worker_killed_mid_job_gets_its_job_done_by_a_new_one() -> None:
+    pool = AnnotationPool(1)
+    try:
+        job = pool.submit(time.sleep, 1.0)
+        await eventually(lambda: bool(pool.pids()))
+        await asyncio.sleep(0.3)  # the job is under way
+        os.kill(pool.pids()[0], signal.SIGKILL)
+        assert await asyncio.wait_for(asyncio.wrap_future(job), TIMEOUT) is None
+        assert pool.started == 2
+    finally:
+        pool.close()
+
+
+async def test_a_job_that_kills_every_worker_fails_or_falls_back_and_never_hangs() -> None:
+    pool = AnnotationPool(1)
+    try:
+        with pytest.raises(BrokenProcessPool):
+            await asyncio.wait_for(pool.run(os._exit, 3), TIMEOUT)
+        assert pool.started == 2  # tried once more in a new pool
+        fallen_back = pool.submit(os._exit, 4, fallback=lambda code: -code)
+        assert await asyncio.wait_for(asyncio.wrap_future(fallen_back), TIMEOUT) == -4
+        assert await pool.run(abs, -1) == 1  # and the pool still works
+    finally:
+        pool.close()
+    assert children() == []
+
+
+def test_the_setting_is_validated_and_defaults_to_the_cpu_count(tmp_path: Path) -> None:
+    assert worker_count(None, cpus=2) == 2
+    assert worker_count(None, cpus=1) == 1
+    assert worker_count(None, cpus=64) == 4
+    assert worker_count(3, cpus=64) == 3
+    loaded = load_settings(tmp_path, {"index": {"workers": 3}}, env={})
+    assert loaded.settings.index.workers == 3 and loaded.warnings == []
+    assert load_settings(tmp_path, None, env={"FILESCOUT_WORKERS": "5"}).settings.index.workers == 5
+    for bad in (0, 65, -1, "two"):
+        loaded = load_settings(tmp_path, {"index": {"workers": bad}}, env={})
+        assert loaded.settings.index.workers is None
+        assert len(loaded.warnings) == 1 and "index.workers" in loaded.warnings[0], loaded.warnings
+
+
+# -- the engine with its pool -------------------------------------------------------------------
+
+
+async def test_a_restart_with_nothing_to_do_starts_no_worker(tmp_path: Path) -> None:
+    root = make_large_workspace(tmp_path / "ws", 300, grow=False)
+    engine = await open_engine(root, tmp_path)
+    try:
+        await indexed(engine)
+        assert engine._pool.started >= 1  # 300 new files: read and annotated by workers
+    finally:
+        await engine.close()
+    assert children() == []
+    engine = await open_engine(root, tmp_path)
+    try:
+        await indexed(engine)
+        assert engine._pool.started == 0
+        (root / "pkg0" / "mod0" / "unit_00000.py").write_text("def changed():\n    return 1\n")
+        await indexed(engine)  # one changed file: read and annotated here, no worker started
+        assert engine._pool.started == 0
+        assert (await entries(engine))["pkg0/mod0/unit_00000.py"][2] == "annotated"
+    finally:
+        await engine.close()
+
+
+async def test_one_and_two_workers_build_the_same_index(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws", git=False)
+    make_large_workspace(root / "more", 120)
+    results = []
+    for workers in (1, 2):
+        engine = await open_engine(root, tmp_path / f"w{workers}", workers)
+        try:
+            await indexed(engine)
+            assert engine._pool.started >= 1 and engine._pool.workers == workers
+            index: Index = engine._index
+            words = await index.db.reader.execute_fetchall(
+                "SELECT c.hash, c.words FROM contents AS c ORDER BY c.hash"
+            )
+            results.append((await entries(engine), list(words)))
+        finally:
+            await engine.close()
+    assert results[0] == results[1]
+    listed, words = results[0]
+    assert len(listed) > 120 and {status for _, _, status in listed.values()} == {"annotated"}
+    assert len(words) > 120
+
+
+async def test_a_worker_killed_while_annotating_leaves_no_file_behind(tmp_path: Path) -> None:
+    root = make_large_workspace(tmp_path / "ws", 600)
+    engine = await open_engine(root, tmp_path, workers=2)
+    try:
+        engine.start_indexing("index")
+        pool = engine._pool
+        await eventually(lambda: bool(pool.pids()))
+        os.kill(pool.pids()[0], signal.SIGKILL)
+        await asyncio.wait_for(engine.wait_idle(), TIMEOUT)
+        assert pool.started >= 2
+        statuses = {status for _, _, status in (await entries(engine)).values()}
+        assert statuses == {"annotated"}
+        assert len(await entries(engine)) == 600
+    finally:
+        await engine.close()
+    assert children() == []
+
+
+async def test_content_is_searchable_when_the_scan_is_stored(tmp_path: Path) -> None:
+    """The scan alone (no annotator runs here) fills the content index."""
+    root = make_large_workspace(tmp_path / "ws", 400, grow=False)
+    (root / "pkg1" / "notes.py").write_text("def quarterly_reconciliation():\n    return 'zanzibar'\n")
+    index = await Index.open(tmp_path / "index.sqlite3")
+    pool = AnnotationPool(2)
+    try:
+        rules = IgnoreRules.for_workspace(root, [], [])
+        known: dict[str, KnownFile] = {}
+        listing = enumerate_files(root, rules)
+        reader = functools.partial(pool.submit, read_outcomes)
+        for batch in scan(root, known, listing, max_file_size=1 << 20, reader=reader):
+            await index.files.apply_changes(batch.changed, batch.removed, current="none", bodies=batch.bodies)
+        assert pool.started == 1
+        hits = await index.contents.search("zanzibar", limit=5)
+        assert [hit.path for hit in hits] == ["pkg1/notes.py"]
+        hits = await index.contents.search("reconciliation", limit=5)
+        assert [hit.path for hit in hits] == ["pkg1/notes.py"]
+        ((annotations,),) = await index.db.reader.execute_fetchall("SELECT count(*) FROM annotations")
+        ((contents,),) = await index.db.reader.execute_fetchall("SELECT count(*) FROM contents")
+        assert annotations == 0 and contents == 401
+    finally:
+        pool.close()
+        await index.close()
+
+
+async def test_the_engine_stores_content_words_with_the_scan(tmp_path: Path) -> None:
+    root = make_large_workspace(tmp_path / "ws", 400, grow=False)
+    engine = await open_engine(root, tmp_path)
+    try:
+        await asyncio.wait_for(engine.start_indexing("index"), TIMEOUT)
+        index: Index = engine._index
+        hashes = [row[0] for row in await index.db.reader.execute_fetchall("SELECT hash FROM files")]
+        assert len(hashes) == 400 and await index.contents.missing(hashes) == set()
+        await asyncio.wait_for(engine.wait_idle(), TIMEOUT)
+    finally:
+        await engine.close()
+
+
+async def test_a_touched_file_is_annotated_before_the_backlog(tmp_path: Path) -> None:
+    root = make_large_workspace(tmp_path / "ws", 2500, grow=False)
+    last = "pkg19/mod0/unit_02499.py"  # made the largest: last in the default order (small first)
+    (root / last).write_text((root / last).read_text() + "# a little longer\n" * 40)
+    engine = await open_engine(root, tmp_path)
+    try:
+        await asyncio.wait_for(engine.start_indexing("index"), TIMEOUT)
+        await engine.touch([last])
+        while True:
+            listed = await entries(engine)
+            if listed[last][2] == "annotated":
+                break
+            await asyncio.sleep(0.01)
+        pending = sum(status == "pending" for _, _, status in listed.values())
+        assert pending > 500, pending
+        await asyncio.wait_for(engine.wait_idle(), TIMEOUT)
+    finally:
+        await engine.close()
+
+
+def annotated(count: int, start: int) -> list[tuple[str, Annotation]]:
+    return [(f"h{n}", Annotation(f"file {n}", [], [])) for n in range(start, start + count)]
+
+
+async def test_the_writer_gathers_batches_while_more_are_under_way() -> None:
+    stored: list[int] = []
+    under_way = True
+
+    async def save(annotations: list[tuple[str, Annotation]]) -> None:
+        stored.append(len(annotations))
+
+    saves = Saves(save, more_coming=lambda: under_way, gather_seconds=60)
+    for start in range(0, GATHER, ANNOTATION_BATCH):
+        saves.put(annotated(ANNOTATION_BATCH, start))
+        for _ in range(5):
+            await asyncio.sleep(0)  # the writer runs: with one batch only, it waits for more
+    await saves.flush()
+    assert stored == [GATHER]  # one transaction, not one per batch
+
+    saves.put(annotated(ANNOTATION_BATCH, GATHER))
+    under_way = False  # the last batch: stored at once
+    await asyncio.wait_for(saves.flush(), 30)
+    assert stored == [GATHER, ANNOTATION_BATCH]
