@@ -36,7 +36,7 @@ from filescout.relevance.history import lift_by_history, past_votes
 from filescout.relevance.mentions import Mentions, Naming, defined, name_files, unmatched_names
 from filescout.relevance.query import Query, expression
 from filescout.relevance.signals import Signals
-from filescout.text import path_words, words
+from filescout.text import IDENTIFIER, path_words, words
 
 STRUCTURE_WEIGHTS = (6.0, 3.0, 1.0, 2.0)  # path words, symbols, summary, tags
 CONTENT_WEIGHT = 1.0
@@ -354,7 +354,11 @@ def explain(query: Query, item: FileEntry, symbols: list[str]) -> list[str]:
     # be one of its words, and most are not, so most descriptions are never split into words.
     lowered = description.lower()
     maybe = {term for term in terms - in_path if term in lowered}
-    described = maybe & set(words(description)) if maybe else set()
+    described: set[str] = set()
+    for token in IDENTIFIER.findall(description) if maybe else ():
+        # A word of a token is a piece of it: only tokens holding a term are split.
+        if any(term in token.lower() for term in maybe):
+            described.update(maybe.intersection(words(token)))
     reasons = []
     if in_path:
         reasons.append("path mentions " + ", ".join(sorted(in_path)[:4]))
