@@ -49,6 +49,10 @@ output), so ctags parses the same files."""
 SAMPLE_SECONDS = 0.1
 
 
+MEMORY_GOAL_MB = 250
+"""Every process of the server together (the server and its worker processes)."""
+
+
 def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -378,13 +382,13 @@ def cold_rows(results: dict) -> list[tuple[str, str, str, str]]:
         (
             "cold index to query-ready: scan + hash + store (page cache warmed just before)",
             f"{cold['scan_s']:.2f} s",
-            goal(cold["scan_s"], 10, "≤ 10 s"),
+            "reported",
             f"`git add -A`: {results['git_add_s']:.2f} s ({ratio(cold['scan_s'], results['git_add_s'])})",
         ),
         (
             f"cold full index: scan + every file annotated ({workers} workers)",
             f"{full:.1f} s",
-            "reported",
+            goal(full, 2 * ctags, "≤ 2× `ctags -R`") if ctags else "≤ 2× `ctags -R`",
             f"`ctags -R`: {ctags:.1f} s ({ratio(full, ctags)})" if ctags else "`ctags`: not installed",
         ),
         (
@@ -402,7 +406,7 @@ def cold_rows(results: dict) -> list[tuple[str, str, str, str]]:
             (
                 "cold index to query-ready, kernel caches dropped first",
                 f"{dropped:.2f} s",
-                goal(dropped, 10, "≤ 10 s"),
+                "reported",
                 f"`git add -A`: {results['git_add_dropped_s']:.2f} s "
                 f"({ratio(dropped, results['git_add_dropped_s'])})",
             ),
@@ -452,7 +456,7 @@ def report(results: dict, files: int) -> str:
             (
                 "peak memory, cold run (every process of the server)",
                 memory_text(results["cold"]["memory"]),
-                goal(results["cold"]["memory"]["sum_of_peaks_mb"], 150, "≤ 150 MB"),
+                goal(results["cold"]["memory"]["sum_of_peaks_mb"], MEMORY_GOAL_MB, f"≤ {MEMORY_GOAL_MB} MB"),
                 "",
             )
         )
@@ -460,7 +464,7 @@ def report(results: dict, files: int) -> str:
         (
             "peak memory, warm run with questions and saves",
             memory_text(results["warm_memory"]),
-            goal(results["warm_memory"]["sum_of_peaks_mb"], 150, "≤ 150 MB"),
+            goal(results["warm_memory"]["sum_of_peaks_mb"], MEMORY_GOAL_MB, f"≤ {MEMORY_GOAL_MB} MB"),
             "",
         )
     )
