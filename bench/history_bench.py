@@ -1,6 +1,9 @@
 """The history index at scale: a repository with a long history (git's own, 80K commits).
 
-    python bench/history_bench.py [--repos /work/.mirror] [--work /work/benchws/history]
+    python bench/history_bench.py --repos DIR [--work DIR]
+
+`--repos` holds `git+git` (a clone of git/git, or a bare one at `git+git/repo`), as for
+bench/relevance.py.
 
 The workspace is a git work tree borrowing the clone's objects, at a commit with about 50,000
 ancestors (built as bench/relevance.py builds its workspaces with history), indexed once with the
@@ -217,8 +220,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--repos", type=Path, default=Path("/work/.mirror"))
-    parser.add_argument("--work", type=Path, default=Path("/work/benchws/history"))
+    parser.add_argument("--repos", type=Path, required=True)
+    parser.add_argument("--work", type=Path, default=Path(__file__).parent / ".work" / "history")
     args = parser.parse_args()
     return asyncio.run(main_async(args))
 
