@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from lsprotocol import types
 
+import lsp_client
 from latency_bench import percentile, queries
 from lsp_client import BenchClient
 
@@ -160,23 +161,13 @@ class Sampler:
 
 
 async def start(root: Path, cache: Path, workers: int | None) -> BenchClient:
-    client = BenchClient()
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "FILESCOUT_CACHE_DIR": ""}
-    env.pop("FILESCOUT_WORKERS", None)
-    client.started = time.perf_counter()
-    await client.start_io(sys.executable, "-m", "filescout", "serve", env=env)
-    capabilities = types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=True))
+    """The server with `workers` annotation workers (its own choice when None, the environment's
+    FILESCOUT_WORKERS left out)."""
+    environment = {name: value for name, value in os.environ.items() if name != "FILESCOUT_WORKERS"}
     options = {"index": {"workers": workers}} if workers is not None else {}
-    await client.initialize_async(
-        types.InitializeParams(
-            capabilities=capabilities,
-            root_uri=root.as_uri(),
-            process_id=os.getpid(),
-            initialization_options=options,
-        )
+    return await lsp_client.start(
+        root, cache, watch=False, initialization_options=options, environment=environment
     )
-    client.initialized(types.InitializedParams())
-    return client
 
 
 async def timed(coroutine: Any) -> float:
