@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from lsprotocol import types
 
 from latency_bench import percentile, queries
-from lsp_client import BenchClient, start, stop
+from lsp_client import BenchClient, save_until_annotated, start, stop
 from make_workspace import generate
 
 CTAGS_EXCLUDES = (".git", "node_modules", "dist")
@@ -186,31 +186,12 @@ async def warm(root: Path, cache: Path, args: argparse.Namespace) -> tuple[float
     return ready - client.started, client
 
 
-async def get_item(client: BenchClient, path: str) -> dict:
-    page = await client.protocol.send_request_async("files/getFiles", {"paths": [path]})
-    item = page.items[0]
-    return {"size": item.size, "status": item.status}
-
-
 async def save_latency(client: BenchClient, root: Path, trials: int) -> list[float]:
     candidates = sorted(p for p in root.glob("packages/*/*/*.py"))[:trials]
-    latencies = []
-    for index, path in enumerate(candidates):
-        relative = path.relative_to(root).as_posix()
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(f"\n\ndef saved_marker_{index}():\n    return {index}\n")
-        size = path.stat().st_size
-        started = time.perf_counter()
-        client.text_document_did_save(
-            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=path.as_uri()))
-        )
-        while True:
-            item = await get_item(client, relative)
-            if item["size"] == size and item["status"] == "annotated":
-                break
-            await asyncio.sleep(0.005)
-        latencies.append(time.perf_counter() - started)
-    return latencies
+    return [
+        await save_until_annotated(client, root, path.relative_to(root).as_posix(), serial)
+        for serial, path in enumerate(candidates)
+    ]
 
 
 async def question_latency(client: BenchClient, count: int) -> list[float]:

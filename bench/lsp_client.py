@@ -115,3 +115,25 @@ async def stop(client: BenchClient) -> None:
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
+
+
+async def size_and_status(client: BenchClient, relative: str) -> tuple[int, str]:
+    page = await client.protocol.send_request_async("files/getFiles", {"paths": [relative]})
+    item = page.items[0]
+    return item.size, item.status
+
+
+async def save_until_annotated(client: BenchClient, root: Path, relative: str, serial: int) -> float:
+    """Append a function to a file, send didSave, and wait until the file shows the new
+    content's annotation; seconds from the notification."""
+    path = root / relative
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(f"\n\ndef saved_marker_{serial}():\n    return {serial}\n")
+    size = path.stat().st_size
+    started = time.perf_counter()
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=path.as_uri()))
+    )
+    while (await size_and_status(client, relative)) != (size, "annotated"):
+        await asyncio.sleep(0.005)
+    return time.perf_counter() - started

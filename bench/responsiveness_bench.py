@@ -176,27 +176,6 @@ async def timed(coroutine: Any) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-async def item_of(client: BenchClient, relative: str) -> tuple[int, str]:
-    page = await client.protocol.send_request_async("files/getFiles", {"paths": [relative]})
-    item = page.items[0]
-    return item.size, item.status
-
-
-async def save_once(client: BenchClient, root: Path, relative: str, serial: int) -> float:
-    """didSave of a file just changed, until it shows the new content's annotation (ms)."""
-    path = root / relative
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(f"\n\ndef saved_marker_{serial}():\n    return {serial}\n")
-    size = path.stat().st_size
-    started = time.perf_counter()
-    client.text_document_did_save(
-        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=path.as_uri()))
-    )
-    while (await item_of(client, relative)) != (size, "annotated"):
-        await asyncio.sleep(0.005)
-    return (time.perf_counter() - started) * 1000
-
-
 async def probe(
     client: BenchClient, root: Path, every: float, saves: list[str], texts: list[str], annotating: float
 ) -> dict[str, list[float]]:
@@ -214,7 +193,9 @@ async def probe(
             await timed(client.protocol.send_request_async("files/findRelevant", {"query": question}))
         )
         if serial < len(saves) and time.perf_counter() - annotating > 2 + 3 * serial:
-            found["didSave"].append(await save_once(client, root, saves[serial], serial))
+            found["didSave"].append(
+                await lsp_client.save_until_annotated(client, root, saves[serial], serial) * 1000
+            )
             serial += 1
         await asyncio.sleep(max(0.0, every - (time.perf_counter() - started)))
     return found
