@@ -146,24 +146,13 @@ async def stop_server(client: BenchClient) -> None:
     await asyncio.gather(client._drain, return_exceptions=True)  # type: ignore[attr-defined]
 
 
-def plain(value: Any) -> Any:
-    """pygls hands unknown-method results over as namedtuples."""
-    if hasattr(value, "_asdict"):
-        return {key: plain(item) for key, item in value._asdict().items()}
-    if isinstance(value, list):
-        return [plain(item) for item in value]
-    return value
-
-
 async def request(client: BenchClient, method: str, params: Any) -> Any:
-    return plain(await client.protocol.send_request_async(method, params))
+    return await client.protocol.send_request_async(method, params)
 
 
 async def command(client: BenchClient, name: str, *arguments: Any) -> Any:
-    return plain(
-        await client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command=name, arguments=list(arguments) or None)
-        )
+    return await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=name, arguments=list(arguments) or None)
     )
 
 
