@@ -83,6 +83,35 @@ async def test_find_relevant_ranks_and_explains(indexed) -> None:
         await engine.find_relevant(FindRelevantParams(query="cart", scope=Scope(paths=["../elsewhere"])))
 
 
+async def test_an_answer_never_waits_for_the_writer_and_its_files_still_count_as_used(indexed) -> None:
+    engine, _ = indexed
+    question = FindRelevantParams(query="where is the shopping cart discount applied", limit=3)
+    release = asyncio.Event()
+
+    async def hold_the_writer() -> None:  # as a long transaction of the annotation backlog does
+        async with engine._index.db.transaction():
+            await release.wait()
+
+    holder = asyncio.create_task(hold_the_writer())
+    await asyncio.sleep(0.05)
+    try:
+        result = await asyncio.wait_for(engine.find_relevant(question), 30)
+    finally:
+        release.set()
+        await holder
+    assert result.items[0].path == "src/shop/cart.py"
+    returned = {item.path for item in result.items}
+
+    async def used_first() -> set[str]:  # files never used come after every used one
+        return set((await listed(engine, order_by="frecency"))[: len(returned)])
+
+    for _ in range(200):  # the use is counted once the writer is free
+        if await used_first() == returned:
+            break
+        await asyncio.sleep(0.05)
+    assert await used_first() == returned
+
+
 async def test_an_edit_is_seen_by_refresh_and_reindex(indexed, tmp_path: Path) -> None:
     engine, _ = indexed
     root = engine.root

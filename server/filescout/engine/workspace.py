@@ -260,7 +260,7 @@ class Workspace:
         client = model.client if model is not None else None
         async for update in find(self._index, question, client, current=self._scheduler.current):
             if update.done and update.items:
-                await self._scheduler.returned(
+                self._scheduler.returned(
                     [item.entry.path for item in update.items],
                     weight=RETURNED_ACCESS_WEIGHT,
                     recorded=RETURNED_ACCESS_COUNT,
