@@ -39,15 +39,25 @@ class AnnotationQueue:
         for path in paths:
             self.push(path, tier)
 
-    def pop(self, count: int) -> list[str]:
-        """Up to `count` paths, best first; superseded heap entries are skipped."""
+    def pop(self, count: int, *, tier_at_most: int = BACKGROUND) -> list[str]:
+        """Up to `count` paths, best first, none of a tier past `tier_at_most`; superseded
+        heap entries are skipped."""
         taken: list[str] = []
-        while self._heap and len(taken) < count:
+        while self._heap and len(taken) < count and self._heap[0][0] <= tier_at_most:
             tier, _, path = heapq.heappop(self._heap)
             if self._tier.get(path) == tier:
                 del self._tier[path]
                 taken.append(path)
         return taken
+
+    def head_tier(self) -> int | None:
+        """The tier of the path that would come out first (None: nothing waits)."""
+        while self._heap:
+            tier, _, path = self._heap[0]
+            if self._tier.get(path) == tier:
+                return tier
+            heapq.heappop(self._heap)  # superseded
+        return None
 
     def clear_background(self) -> None:
         """Forget the default-order backlog (a new pass will reload it); keep touched files."""

@@ -33,6 +33,10 @@ REINDEX_EVERY = 30
 RSS_ALLOWANCE_MB = 30  # generous: 300 cycles added 4 to 6 MB
 POOL_THREADS = min(32, (os.cpu_count() or 1) + 4)
 """asyncio's default executor starts threads as work overlaps, up to this many, and keeps them."""
+TRANSIENT_THREADS = 4
+"""Threads that come and go with the work, never more of them: the worker processes' pool keeps
+a manager thread, a queue feeder and an idle timer here until it has been idle a while, and the
+frame reader's pool may hold a second thread."""
 QUESTIONS = [
     "where is the shopping cart discount applied",
     "payment gateway refunds",
@@ -156,10 +160,11 @@ async def test_soak_gives_back_descriptors_and_threads(tmp_path: Path) -> None:
     finally:
         await stop_client(client)
     assert after["fds"] <= baseline["fds"], (baseline, after)
-    # Threads come back to what the index needs (the first pass started one pool thread), plus
-    # the executor's pool: a thread left behind by a reindex, a save or a question would be 10,
-    # 300 or 300 more than that.
-    assert after["threads"] <= initial["threads"] - 1 + POOL_THREADS, (initial, baseline, after)
+    # Threads come back to what the index needs, plus the executor's pool and the threads that
+    # come and go with the work: a thread left behind by a reindex, a save or a question would be
+    # 10, 300 or 300 more than that.
+    ceiling = initial["threads"] + POOL_THREADS + TRANSIENT_THREADS
+    assert after["threads"] <= ceiling, (initial, baseline, after)
     assert after["rss_kib"] <= baseline["rss_kib"] + RSS_ALLOWANCE_MB * 1024, (baseline, after)
     assert client.error is None
     assert [m.message for m in client.log_messages if m.type == types.MessageType.Error] == []

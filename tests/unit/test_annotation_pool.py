@@ -130,7 +130,8 @@ async def test_a_job_that_kills_every_worker_fails_or_falls_back_and_never_hangs
 
 
 def test_the_setting_is_validated_and_defaults_to_the_cpu_count(tmp_path: Path) -> None:
-    assert worker_count(None, cpus=2) == 2
+    assert worker_count(None, cpus=2) == 1  # the other core: the server's writer
+    assert worker_count(None, cpus=3) == 2
     assert worker_count(None, cpus=1) == 1
     assert worker_count(None, cpus=64) == 4
     assert worker_count(3, cpus=64) == 3
@@ -289,3 +290,25 @@ async def test_the_writer_gathers_batches_while_more_are_under_way() -> None:
     under_way = False  # the last batch: stored at once
     await asyncio.wait_for(saves.flush(), 30)
     assert stored == [GATHER, ANNOTATION_BATCH]
+
+
+async def test_what_the_user_touched_is_stored_without_gathering_more() -> None:
+    stored: list[int] = []
+
+    async def save(annotations: list[tuple[str, Annotation]]) -> None:
+        stored.append(len(annotations))
+
+    # Batches stay under way for the whole test: only urgency ends the (minute-long) gathering.
+    saves = Saves(save, more_coming=lambda: True, gather_seconds=60)
+    saves.put(annotated(ANNOTATION_BATCH, 0))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert stored == []  # gathering
+    saves.put(annotated(1, ANNOTATION_BATCH), urgent=True)
+    await asyncio.wait_for(saves.flush(), 30)
+    assert stored == [ANNOTATION_BATCH + 1]
+    saves.put(annotated(ANNOTATION_BATCH, 100))  # urgency passed with the write it was in
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert stored == [ANNOTATION_BATCH + 1]
+    saves.cancel()

@@ -33,3 +33,19 @@ def test_clearing_the_backlog_keeps_touched_files() -> None:
     queue.push("n", NEIGHBOUR)
     queue.clear_background()
     assert queue.pop(10) == ["t", "n"]
+
+
+def test_pop_can_stop_at_a_tier_and_the_head_tier_skips_superseded_entries() -> None:
+    queue = AnnotationQueue()
+    assert queue.head_tier() is None
+    queue.extend(["b1", "b2"], BACKGROUND)
+    queue.push("n1", NEIGHBOUR)
+    assert queue.head_tier() == NEIGHBOUR
+    queue.push("t1", TOUCHED)
+    queue.push("b1", TOUCHED)  # moved up: its backlog entry is superseded
+    assert queue.head_tier() == TOUCHED
+    assert queue.pop(10, tier_at_most=TOUCHED) == ["b1", "t1"]
+    assert queue.head_tier() == NEIGHBOUR
+    assert queue.pop(10, tier_at_most=TOUCHED) == []
+    assert queue.pop(10) == ["n1", "b2"]
+    assert queue.head_tier() is None

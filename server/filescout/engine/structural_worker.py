@@ -24,7 +24,7 @@ from filescout.engine.board import StatusBoard
 from filescout.index import Index
 from filescout.progress import NullProgress, ProgressReporter
 from filescout.records import Annotation, FileToAnnotate, PendingFile
-from filescout.schedule import AnnotationQueue
+from filescout.schedule import TOUCHED, AnnotationQueue
 
 log = logging.getLogger(__name__)
 
@@ -79,12 +79,15 @@ class Saves:
         self._more_coming = more_coming
         self._gather_seconds = gather_seconds
         self._waiting: list[tuple[str, Annotation]] = []
+        self._urgent = False
+        """What waits includes what the user touched: stored without gathering more."""
         self._arrived = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.error: BaseException | None = None
 
-    def put(self, annotations: list[tuple[str, Annotation]]) -> None:
+    def put(self, annotations: list[tuple[str, Annotation]], *, urgent: bool = False) -> None:
         self._waiting += annotations
+        self._urgent = self._urgent or urgent
         self._arrived.set()
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._store(), name="filescout-annotation-writes")
@@ -96,7 +99,7 @@ class Saves:
     async def _store(self) -> None:
         while self._waiting and self.error is None:
             await self._gather()
-            taken, self._waiting = self._waiting, []
+            taken, self._waiting, self._urgent = self._waiting, [], False
             try:
                 await self._save(taken)
             except Exception as exc:  # the drain raises it
@@ -105,7 +108,7 @@ class Saves:
     async def _gather(self) -> None:
         """Wait (briefly) for GATHER annotations while batches that will bring more are under way."""
         deadline = asyncio.get_running_loop().time() + self._gather_seconds
-        while len(self._waiting) < GATHER and self._more_coming():
+        while len(self._waiting) < GATHER and self._more_coming() and not self._urgent:
             self._arrived.clear()
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
@@ -187,13 +190,17 @@ class StructuralWorker:
 
     async def _annotate_queue(self) -> None:
         """Batches go to the worker processes, one per worker and one waiting, best first each
-        time a worker frees up (a file touched meanwhile is in the next batch); their
-        annotations are written in the background. Tiny work while no worker runs (a save, an
-        opened file) is done in a thread here: starting workers would take longer."""
+        time a worker frees up; their annotations are written in the background. Files touched
+        meanwhile, and tiny work while no worker runs (a save, an opened file), are done in a
+        thread here: waiting for a worker, or starting one, would take longer."""
         in_flight: set[asyncio.Task[int]] = set()
         saves = Saves(self._save, more_coming=lambda: any(not task.done() for task in in_flight))
+        touched: asyncio.Task[int] | None = None
         try:
             while True:
+                if (touched is None or touched.done()) and self.queue.head_tier() == TOUCHED:
+                    touched = asyncio.create_task(self._annotate_touched(saves))
+                    in_flight.add(touched)
                 while len(in_flight) < self._parallel() and (batch := self._next_batch()):
                     in_workers = self.pool.running or len(self.queue) + len(batch) > IN_PROCESS_LIMIT
                     in_flight.add(asyncio.create_task(self._annotate_batch(batch, saves, in_workers)))
@@ -235,7 +242,15 @@ class StructuralWorker:
             f"annotating {done}/{total} files", SCAN_SHARE + (100 - SCAN_SHARE) * done // max(total, 1)
         )
 
-    async def _annotate_batch(self, batch: Sequence[str], saves: Saves, in_workers: bool) -> int:
+    async def _annotate_touched(self, saves: Saves) -> int:
+        """What the user touched (saved, opened, asked about) skips the batches under way: a
+        few files, annotated in a thread here and stored without waiting for more."""
+        batch = self.queue.pop(ANNOTATION_BATCH, tier_at_most=TOUCHED)
+        return await self._annotate_batch(batch, saves, in_workers=False, urgent=True)
+
+    async def _annotate_batch(
+        self, batch: Sequence[str], saves: Saves, in_workers: bool, *, urgent: bool = False
+    ) -> int:
         """One batch: what still waits is annotated, from the words the scan left unfound only
         what the index lacks; changed files are rescanned. A failure other than the index's own
         costs this batch only (its files stay pending). Returns how many files it covered."""
@@ -259,7 +274,7 @@ class StructuralWorker:
             return len(pending)
         if done.changed:
             self._rescan(done.changed)
-        saves.put(done.annotations)
+        saves.put(done.annotations, urgent=urgent)
         return len(pending)
 
     async def _save(self, annotations: list[tuple[str, Annotation]]) -> None:
