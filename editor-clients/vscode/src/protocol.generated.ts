@@ -173,7 +173,7 @@ export interface GetFilesParams {
  */
 export interface IndexSettings {
   /**
-   * Worker processes that read, hash and annotate files while indexing (each holds the parsers, about 50 MB; they stop when idle). Default: one per CPU core, at most 4. Env: FILESCOUT_WORKERS.
+   * Worker processes that read, hash and annotate files while indexing (each holds the parsers, about 50 MB; they stop when idle). Default: one per CPU core but one (the server's writer keeps it busy), at least 1, at most 4. Env: FILESCOUT_WORKERS.
    */
   workers?: number | null;
 }

@@ -29,8 +29,12 @@ T = TypeVar("T")
 A = TypeVar("A")
 
 DEFAULT_MAX_WORKERS = 4
-"""Workers when the setting leaves it to the CPU count. Each costs ~40-50 MB, and beyond about
+"""Workers when the setting leaves it to the CPU count. Each costs ~45-60 MB, and beyond about
 four the single writer in this process, not parsing, bounds the throughput."""
+CORES_FOR_THE_SERVER = 1
+"""While a backlog drains, this process's writer keeps a core busy: a worker on that core too
+would cost memory and the server's latency for a few per cent of throughput (measured in
+docs/BENCHMARKS.md: 2 cores, 1 worker against 2)."""
 IDLE_SECONDS = 30.0
 WORKER_NICENESS = 5
 """Workers yield the CPU to this process, which answers requests and writes the index."""
@@ -38,11 +42,12 @@ RETRIES = 1
 
 
 def worker_count(setting: int | None, cpus: int | None = None) -> int:
-    """The pool's size: the setting, or one per core (at least one, at most
+    """The pool's size: the setting, or one per core but the server's (at least one, at most
     DEFAULT_MAX_WORKERS)."""
     if setting is not None:
         return setting
-    return max(1, min(cpus if cpus is not None else (os.cpu_count() or 1), DEFAULT_MAX_WORKERS))
+    cores = cpus if cpus is not None else (os.cpu_count() or 1)
+    return max(1, min(cores - CORES_FOR_THE_SERVER, DEFAULT_MAX_WORKERS))
 
 
 def _start_worker(log_level: int) -> None:
