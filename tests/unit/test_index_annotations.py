@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import sqlite3
 from pathlib import Path
 
 import pytest_asyncio
 
 from filescout.index import Index
 from filescout.index.access import HALF_LIFE_SECONDS, current_score, ranked
-from filescout.records import Annotation, FileRecord
+from filescout.records import Annotation, Definition, FileRecord
 
 STRUCTURAL = "structural/test"
 
@@ -90,6 +91,51 @@ async def test_content_words_are_indexed_once_and_forgotten_with_the_last_copy(i
     await index.files.apply_changes([], ["b.py"], current=STRUCTURAL)
     assert await index.annotations.drop_orphans() == 1
     assert await index.contents.search('"lexer"', limit=10) == []
+
+
+def leaves_written(database: Path, table: str) -> int:
+    """How many leaf pages an FTS5 table has written since it was made: the write counter of its
+    structure record (4-byte cookie, then varints: levels, segments, leaves written)."""
+    with sqlite3.connect(database) as db:
+        (block,) = db.execute(f"SELECT block FROM {table}_data WHERE id = 10").fetchone()
+    values, value, at = [], 0, 4
+    while len(values) < 3:
+        byte = block[at]
+        at += 1
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            values.append(value)
+            value = 0
+    return int(values[2])
+
+
+async def test_a_batch_of_annotations_reaches_the_full_text_indexes_in_one_piece(
+    index: Index, tmp_path: Path
+) -> None:
+    # FTS5 writes what it holds as a new segment whenever a row id comes out of order or a
+    # statement opens a savepoint: once per file, that made a cold index's writer several times
+    # slower (segments written, then merged again and again).
+    count = 300
+    digests = [
+        f"{(number * 7919) % 1000:03d}-{number}" for number in range(count)
+    ]  # hash order is not id order
+    await index.files.apply_changes(
+        [record(f"m{number}.py", digest) for number, digest in enumerate(digests)], [], current=STRUCTURAL
+    )
+    definitions = [
+        Definition(f"handler_{n}", "function", None, f"def handler_{n}(request)", "", n) for n in range(5)
+    ]
+    await index.annotations.save(
+        STRUCTURAL,
+        [
+            (digest, Annotation("A module.", [], [], body=f"request route{number}", definitions=definitions))
+            for number, digest in enumerate(digests)
+        ],
+    )
+    assert leaves_written(tmp_path / "index.sqlite3", "body_fts") < count // 10
+    assert leaves_written(tmp_path / "index.sqlite3", "definitions_fts") < count // 10
+    hits = await index.definitions.search('"handler"', limit=2000, weights=(1.0, 1.0, 1.0, 1.0))
+    assert len(hits) == count * len(definitions)  # and every row is there
 
 
 async def test_description_search_weighs_paths_and_symbols(index: Index) -> None:

@@ -99,7 +99,7 @@ class DefinitionIndex:
             "SELECT id, hash FROM contents WHERE hash IN (SELECT value FROM json_each(?))",
             (json_list(by_hash),),
         )
-        by_id = {int(content_id): by_hash[digest] for content_id, digest in rows}
+        by_id = {int(content_id): by_hash[digest] for content_id, digest in sorted(rows)}
         if not by_id:
             return
         await DefinitionIndex.drop(db, list(by_id))
@@ -124,7 +124,8 @@ class DefinitionIndex:
     async def drop(db: aiosqlite.Connection, content_ids: Sequence[int]) -> None:
         """Inside a transaction: forget what these contents define."""
         rows = await db.execute_fetchall(
-            "SELECT content_id, words FROM definitions WHERE content_id IN (SELECT value FROM json_each(?))",
+            "SELECT content_id, words FROM definitions WHERE content_id IN (SELECT value FROM json_each(?)) "
+            "ORDER BY content_id",
             (json_list(content_ids),),
         )
         await DefinitionIndex._remove(db, [(int(content_id), words) for content_id, words in rows])
@@ -138,6 +139,7 @@ class DefinitionIndex:
             SELECT d.content_id, d.words FROM definitions AS d
             LEFT JOIN contents AS c ON c.id = d.content_id
             WHERE c.id IS NULL OR NOT EXISTS (SELECT 1 FROM files AS f WHERE f.hash = c.hash)
+            ORDER BY d.content_id
             """
         )
         await DefinitionIndex._remove(db, [(int(content_id), words) for content_id, words in rows])

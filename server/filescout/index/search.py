@@ -5,6 +5,11 @@ the annotation it shows changes). `body_fts` holds content words once per conten
 and renames share them); it is contentless — a third of the size of an FTS5 table that keeps the
 text, as fast to query — so the words also go in `contents`, compressed, because removing a row
 from such an index means naming the words it was indexed with.
+
+Every full-text write here and in `definitions.py` goes in row-id order, as plain `VALUES`: FTS5
+writes what it holds as a new segment whenever a row id comes out of order or a statement opens
+a savepoint (an `INSERT ... SELECT` does), and a segment per file, merged again and again, had
+made these writes most of a cold index's writer time.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ class DescriptionIndex:
             FROM files AS f
             LEFT JOIN annotations AS a ON a.hash = f.hash AND a.annotator = f.annotator
             WHERE f.path IN (SELECT value FROM json_each(?))
+            ORDER BY f.id
             """,
             (json_list(paths),),
         )
@@ -124,9 +130,13 @@ class ContentIndex:
             "INSERT INTO contents(hash, words) VALUES (?, ?)",
             [(digest, packed) for digest, (_, packed) in fresh.items()],
         )
+        rows = await db.execute_fetchall(
+            "SELECT id, hash FROM contents WHERE hash IN (SELECT value FROM json_each(?)) ORDER BY id",
+            (json_list(fresh),),
+        )
         await db.executemany(
-            "INSERT INTO body_fts(rowid, body) SELECT id, ? FROM contents WHERE hash = ?",
-            [(body, digest) for digest, (body, _) in fresh.items()],
+            "INSERT INTO body_fts(rowid, body) VALUES (?, ?)",
+            [(content_id, fresh[digest][0]) for content_id, digest in rows],
         )
 
     async def missing(self, hashes: Iterable[str]) -> set[str]:
@@ -145,7 +155,7 @@ class ContentIndex:
         deletions and edits). Returns those contents' hashes."""
         rows = list(
             await db.execute_fetchall(
-                "SELECT id, hash, words FROM contents WHERE hash NOT IN (SELECT hash FROM files)"
+                "SELECT id, hash, words FROM contents WHERE hash NOT IN (SELECT hash FROM files) ORDER BY id"
             )
         )
         if rows:
