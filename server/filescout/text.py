@@ -11,6 +11,7 @@ import re
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
@@ -138,31 +139,52 @@ def path_words(path: str) -> str:
     return " ".join(dict.fromkeys((*_directory_words(directory), *words(name))))
 
 
+_index_split: dict[str, tuple[str, ...]] = {}
+INDEX_SPLIT_CACHE = 50_000
+"""Distinct identifiers remembered with their words for what is indexed (a few MB): a
+codebase's vocabulary is larger than the query-side cache, and a miss costs more than the
+lookup."""
+
+
+def _index_token_words(token: str) -> tuple[str, ...]:
+    """`words` of one identifier, as indexed (the whole and its parts, at least two letters)."""
+    found = _index_split.get(token)
+    if found is None:
+        if len(_index_split) >= INDEX_SPLIT_CACHE:
+            _index_split.clear()
+        found = _token_words(token, True, 2)
+        if len(token) <= CACHED_TOKEN_LENGTH:
+            _index_split[token] = found
+    return found
+
+
 def join_words(items: Iterable[str]) -> str:
-    return " ".join(dict.fromkeys(words(" ".join(items))))  # no identifier spans a space
+    return index_words(" ".join(items))  # no identifier spans a space
+
+
+def index_words(text: str) -> str:
+    """The distinct `words` of `text`, space-separated, in order. Indexing calls this for every
+    definition's name, signature and doc, so identifiers are looked up in C and only the few
+    not seen before are split in Python."""
+    tokens = IDENTIFIER.findall(text)
+    if len(tokens) == 1:  # a name, a short doc: most calls
+        found = _index_split.get(tokens[0]) or _index_token_words(tokens[0])
+        return found[0] if len(found) == 1 else " ".join(dict.fromkeys(found))
+    if not tokens:
+        return ""
+    parts = list(map(_index_split.get, tokens))
+    if None in parts:
+        parts = [
+            known if known is not None else _index_token_words(token)
+            for token, known in zip(tokens, parts, strict=True)
+        ]
+    return " ".join(dict.fromkeys(chain.from_iterable(parts)))  # type: ignore[arg-type]
 
 
 BODY_TERM_CAP = 3
 """How often one word may count in a file's content. BM25 saturates term frequency anyway;
 capping it keeps the content index small and stops a word repeated a thousand times in one file
 from dominating."""
-
-
-_body_split: dict[str, tuple[str, ...]] = {}
-BODY_SPLIT_CACHE = 50_000
-"""Distinct compound identifiers remembered for the content words (a few MB): a codebase's
-vocabulary is larger than the query-side cache, and a miss costs more than the lookup."""
-
-
-def _body_token_words(token: str) -> tuple[str, ...]:
-    found = _body_split.get(token)
-    if found is None:
-        if len(_body_split) >= BODY_SPLIT_CACHE:
-            _body_split.clear()
-        found = _token_words(token, True, 2)
-        if len(token) <= CACHED_TOKEN_LENGTH:
-            _body_split[token] = found
-    return found
 
 
 def body_words(text: str) -> str:
@@ -178,7 +200,7 @@ def body_words(text: str) -> str:
             word = token.lower()
             found: Sequence[str] = (word,) if len(word) > 1 and word not in STOPWORDS else ()
         else:
-            found = _body_token_words(token)
+            found = _index_token_words(token)
         for word in found:
             seen = get(word, 0)
             if seen < BODY_TERM_CAP:

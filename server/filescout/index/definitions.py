@@ -28,7 +28,7 @@ import msgspec
 
 from filescout.index.database import Database, json_list
 from filescout.records import Definition, DefinitionHit, PreparedDefinitions
-from filescout.text import join_words
+from filescout.text import index_words
 
 DefinitionWeights = tuple[float, float, float, float]
 """BM25 column weights: name, container, signature, doc."""
@@ -49,10 +49,10 @@ _decode_searchable = msgspec.msgpack.Decoder(list[Searchable]).decode
 def searchable(definition: Definition) -> Searchable:
     """A definition's full-text words: name, container, signature, doc."""
     return (
-        join_words([definition.name]),
-        join_words([definition.container]) if definition.container else "",
-        join_words([definition.signature]),
-        join_words([definition.doc]),
+        index_words(definition.name),
+        index_words(definition.container) if definition.container else "",
+        index_words(definition.signature),
+        index_words(definition.doc),
     )
 
 
