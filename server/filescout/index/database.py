@@ -35,6 +35,13 @@ MIN_QUESTION_CACHE_KIB = 6_000
 MAX_QUESTION_READERS = 6
 """Past a handful of searching threads, a question's Python work on the event loop is what
 bounds a burst of them."""
+CHECKPOINT_PAGES = 16_384
+"""The write-ahead log is copied into the database when it holds this many pages (64 MB; SQLite's
+default is 1,000). The pages a backlog's transactions keep rewriting (the full-text indexes'
+structure, the tables' inner pages) are copied, and synced, once per checkpoint instead of
+sixteen times: 7% of the writer's time in a cold index (docs/BENCHMARKS.md)."""
+WAL_KEPT_BYTES = 16 * 1024 * 1024
+"""After a checkpoint the log file is cut back to this size, so the disk keeps no 64 MB log."""
 
 
 def question_readers(cpus: int | None = None) -> int:
@@ -131,6 +138,8 @@ class Database:
         readers: list[aiosqlite.Connection] = []
         try:
             await _configure(writer, WRITER_CACHE_KIB)
+            await writer.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES}")
+            await writer.execute(f"PRAGMA journal_size_limit = {WAL_KEPT_BYTES}")
             await _migrate(writer)
             for cache_kib in _reader_caches_kib():
                 readers.append(await _open_reader(path, cache_kib))
