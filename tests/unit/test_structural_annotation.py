@@ -92,3 +92,14 @@ def test_redaction_catches_common_secrets() -> None:
         assert secret not in cleaned
     assert "token = settings.token" in cleaned  # a reference, not a secret
     assert "postgres://app:[REDACTED]@db/app" in cleaned
+
+
+def test_a_data_file_defines_nothing_whatever_its_rows_look_like() -> None:
+    rows = "".join(f"class Row{number},def,{number}\nfunction total{number}() {{,x\n" for number in range(2000))
+    kind = classify("table.csv", rows.encode()[:8192])
+    assert kind.kind == "data"
+    annotation = annotate_structure(
+        FileToAnnotate(path="table.csv", hash="h", language=kind.language, kind=kind.kind, text=rows)
+    )
+    assert annotation.symbols == [] and "Defines" not in annotation.summary
+    assert "Csv data file" in annotation.summary

@@ -128,7 +128,9 @@ def annotate_text(item: FileToAnnotate) -> Annotation:
         about, symbols = markdown_outline(text)
     else:
         about = leading_comment(text, item.language)
-        symbols = definitions(text)
+        # A data file defines nothing, and it may be large: the patterns' scans were most of the
+        # time spent on a CSV file.
+        symbols = definitions(text) if item.kind != "data" else []
     about = " ".join(about.split())
     about = about.split(". ")[0] if len(about) > 200 else about
     parts = [describe_kind(item.path, item.language, item.kind)]
