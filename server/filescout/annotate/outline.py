@@ -514,7 +514,9 @@ def _signature(node: Node, source: bytes, body: Node | None = None) -> str:
     header = source[start : min(end, start + SIGNATURE_LIMIT * 4)].decode("utf-8", errors="replace")
     if body is None:
         header = header.split("\n", 1)[0]
-    flat = TIGHT_BRACKETS.sub(lambda match: match.group(1) or match.group(2), " ".join(header.split()))
+    flat = " ".join(header.split())
+    if "( " in flat or "[ " in flat or " )" in flat or " ]" in flat:
+        flat = TIGHT_BRACKETS.sub(r"\1\2", flat)  # a group that did not match adds nothing
     return clip(flat.rstrip(" :{=").rstrip(), SIGNATURE_LIMIT)
 
 
