@@ -95,7 +95,9 @@ def test_redaction_catches_common_secrets() -> None:
 
 
 def test_a_data_file_defines_nothing_whatever_its_rows_look_like() -> None:
-    rows = "".join(f"class Row{number},def,{number}\nfunction total{number}() {{,x\n" for number in range(2000))
+    rows = "".join(
+        f"class Row{number},def,{number}\nfunction total{number}() {{,x\n" for number in range(2000)
+    )
     kind = classify("table.csv", rows.encode()[:8192])
     assert kind.kind == "data"
     annotation = annotate_structure(
