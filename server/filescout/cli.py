@@ -4,20 +4,18 @@ Every subcommand drives the same engine the server uses."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import ctypes
 import os
 import shutil
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
 from filescout import __version__
 from filescout import log as logsetup
-from filescout.engine import Hooks, Workspace
 from filescout.errors import FilescoutError
 from filescout.progress import ProgressReporter
 from filescout_protocol.types import (
@@ -27,6 +25,9 @@ from filescout_protocol.types import (
     Scope,
     SharedCacheStatus,
 )
+
+if TYPE_CHECKING:
+    from filescout.engine import Workspace
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter number
 
@@ -73,6 +74,10 @@ async def _terminal_progress(kind: str) -> ProgressReporter:
 
 
 async def _with_workspace(path: str, refresh: bool, action: Callable[[Workspace], Awaitable[int]]) -> int:
+    # Imported here, not above: the annotation workers import this module as the console
+    # script's main module, and need none of the engine.
+    from filescout.engine import Hooks, Workspace
+
     # A one-shot run gives up on a failing model endpoint instead of waiting it out.
     engine = await Workspace.open(Path(path), hooks=Hooks(progress=_terminal_progress, persistent=False))
     try:
@@ -370,6 +375,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             async def action(engine: Workspace) -> int:
                 return await _status(engine, as_json)
+
+        import asyncio  # here, not above, for the same reason as the engine
 
         return asyncio.run(_with_workspace(path, refresh, action))
     except FilescoutError as exc:

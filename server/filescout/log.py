@@ -3,11 +3,14 @@ connected."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
 
 LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

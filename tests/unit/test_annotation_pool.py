@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from filescout.annotate.jobs import AnnotationJob, annotate_batch_packed, unpack_batch
 from filescout.config import load_settings
 from filescout.engine import Workspace
 from filescout.engine.annotation_pool import AnnotationPool, worker_count
 from filescout.engine.structural_worker import ANNOTATION_BATCH, GATHER, Saves
 from filescout.ignore import IgnoreRules
 from filescout.index import Index
-from filescout.records import Annotation, KnownFile
+from filescout.records import Annotation, KnownFile, PendingFile
 from filescout.scan import enumerate_files, read_outcomes, scan
 from filescout_protocol.types import GetFilesParams
 from support import make_large_workspace, make_workspace
@@ -113,6 +114,31 @@ async def test_a_worker_killed_mid_job_gets_its_job_done_by_a_new_one() -> None:
         assert pool.started == 2
     finally:
         pool.close()
+
+
+async def test_a_worker_imports_what_it_runs_and_not_the_server(tmp_path: Path) -> None:
+    """Each worker would otherwise hold the engine, the index and the protocol: MBs apiece."""
+    root = make_workspace(tmp_path / "ws", git=False)
+    pool = AnnotationPool(1)
+    try:
+        listed = [(path, (root / path).stat().st_size) for path in ("src/shop/cart.py", "README.md")]
+        outcomes = await pool.run(read_outcomes, (str(root), listed, 1 << 20))
+        assert all(outcome.record is not None for outcome in outcomes)
+        pending = [
+            PendingFile(record.path, record.hash, record.language, record.kind, record.size)
+            for record in (outcome.record for outcome in outcomes)
+            if record is not None
+        ]
+        batch = unpack_batch(await pool.run(annotate_batch_packed, AnnotationJob(str(root), pending)))
+        assert len(batch.annotations) == 2
+        modules = set(await pool.run(eval, "list(__import__('sys').modules)"))
+    finally:
+        pool.close()
+    assert {"filescout.scan", "filescout.annotate.jobs"} <= modules
+    held = {name.split(".")[0] for name in modules} | modules
+    server_side = ("filescout.engine", "filescout.index", "filescout.lsp", "filescout_protocol", "asyncio")
+    assert sorted(held.intersection(server_side)) == []
+    assert not {"aiosqlite", "pygls", "lsprotocol", "sqlite3"} & held
 
 
 async def test_a_job_that_kills_every_worker_fails_or_falls_back_and_never_hangs() -> None:

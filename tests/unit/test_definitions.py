@@ -11,7 +11,7 @@ from filescout.annotate.outline import MAX_SYMBOLS, outline_code
 from filescout.annotate.structural import ANNOTATOR_ID, annotate_structure
 from filescout.classify import classify
 from filescout.index import Index
-from filescout.index.definitions import ORDINALS
+from filescout.packing import ORDINALS
 from filescout.records import Annotation, Definition, DefinitionHit, FileRecord, FileToAnnotate
 from filescout.relevance.definitions import roll_up
 from filescout.relevance.filters import PathFilter

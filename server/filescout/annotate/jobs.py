@@ -12,7 +12,7 @@ from pathlib import Path
 import msgspec
 
 from filescout.annotate.structural import annotate_safely
-from filescout.index.definitions import prepare
+from filescout.packing import prepare
 from filescout.records import Annotation, FileToAnnotate, IndexWords, PendingFile
 from filescout.scan import content_hash, read_regular
 from filescout.text import content_text, join_words

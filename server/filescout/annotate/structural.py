@@ -7,7 +7,6 @@ defines, and what it builds on.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import re
@@ -298,6 +297,8 @@ class StructuralAnnotator:
     id = ANNOTATOR_ID
 
     async def annotate(self, files: Sequence[FileToAnnotate]) -> list[Annotation | None]:
+        import asyncio  # here, not above: worker processes import this module and run no loop
+
         return await asyncio.to_thread(lambda: [annotate_safely(item) for item in files])
 
 

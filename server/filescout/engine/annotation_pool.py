@@ -16,12 +16,13 @@ import logging
 import multiprocessing
 import multiprocessing.connection
 import os
-import signal
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
+
+from filescout.worker_process import start_worker
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +37,6 @@ CORES_FOR_THE_SERVER = 1
 would cost memory and the server's latency for a few per cent of throughput (measured in
 docs/BENCHMARKS.md: 2 cores, 1 worker against 2)."""
 IDLE_SECONDS = 30.0
-WORKER_NICENESS = 5
-"""Workers yield the CPU to this process, which answers requests and writes the index."""
 RETRIES = 1
 
 
@@ -48,27 +47,6 @@ def worker_count(setting: int | None, cpus: int | None = None) -> int:
         return setting
     cores = cpus if cpus is not None else (os.cpu_count() or 1)
     return max(1, min(cores - CORES_FOR_THE_SERVER, DEFAULT_MAX_WORKERS))
-
-
-def _start_worker(log_level: int) -> None:
-    """In each worker: exit with the server's own process however it ends (a worker waiting
-    for work would otherwise outlive a killed server), let it handle Ctrl-C (it stops the
-    pool), give way to it for CPU, and write to stderr only, as it does."""
-    parent = multiprocessing.parent_process()
-    if parent is not None:
-        threading.Thread(target=_exit_with, args=(parent.sentinel,), name="parent-watch", daemon=True).start()
-    os.dup2(2, 1)  # the server's stdout may be its protocol stream: nothing else may write there
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        os.nice(WORKER_NICENESS)
-    except OSError:
-        pass
-    logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-
-def _exit_with(parent_sentinel: int) -> None:
-    multiprocessing.connection.wait([parent_sentinel])
-    os._exit(0)
 
 
 class AnnotationPool:
@@ -211,7 +189,7 @@ class AnnotationPool:
                 self._executor = ProcessPoolExecutor(
                     max_workers=self.workers,
                     mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_start_worker,
+                    initializer=start_worker,
                     initargs=(logging.getLogger("filescout").getEffectiveLevel(),),
                 )
                 self.started += 1

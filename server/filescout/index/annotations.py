@@ -11,8 +11,9 @@ import msgspec
 
 from filescout.index.catalogue import Catalogue
 from filescout.index.database import Database, json_list
-from filescout.index.definitions import DefinitionIndex, prepare
+from filescout.index.definitions import DefinitionIndex
 from filescout.index.search import ContentIndex
+from filescout.packing import prepare
 from filescout.records import Annotation, PendingFile, PreparedDefinitions
 
 _decode_list = msgspec.json.Decoder(list[str]).decode

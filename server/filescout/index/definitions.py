@@ -20,67 +20,16 @@ table has not (every score would be 0).
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 
 import aiosqlite
-import msgspec
 
 from filescout.index.database import Database, json_list
+from filescout.packing import ORDINAL_BITS, ORDINALS, unpack, unpack_each, unpack_one, unpack_words
 from filescout.records import Definition, DefinitionHit, PreparedDefinitions
-from filescout.text import index_words
 
 DefinitionWeights = tuple[float, float, float, float]
 """BM25 column weights: name, container, signature, doc."""
-
-ORDINAL_BITS = 8
-"""A content's definitions beyond 2**ORDINAL_BITS are not kept (the outline stops at 120)."""
-ORDINALS = 1 << ORDINAL_BITS
-
-Described = tuple[str, str, str | None, str, str, int]
-Searchable = tuple[str, str, str, str]
-
-_encode = msgspec.msgpack.Encoder().encode
-_decode_each = msgspec.msgpack.Decoder(list[bytes]).decode
-_decode_described = msgspec.msgpack.Decoder(Described).decode
-_decode_searchable = msgspec.msgpack.Decoder(list[Searchable]).decode
-
-
-def searchable(definition: Definition) -> Searchable:
-    """A definition's full-text words: name, container, signature, doc."""
-    return (
-        index_words(definition.name),
-        index_words(definition.container) if definition.container else "",
-        index_words(definition.signature),
-        index_words(definition.doc),
-    )
-
-
-def prepare(definitions: Sequence[Definition]) -> PreparedDefinitions:
-    """Definitions as the index keeps them; pure, so a worker process makes them."""
-    kept = definitions[:ORDINALS]
-    words = [searchable(item) for item in kept]
-    # Each definition packed on its own: a search unpacks only the ones it found.
-    described = [
-        _encode((item.name, item.kind, item.container, item.signature, item.doc, item.line)) for item in kept
-    ]
-    return PreparedDefinitions(
-        described=_encode(described),
-        words=zlib.compress(_encode(words), 1),
-        searchable=words,
-    )
-
-
-def unpack(described: bytes) -> list[Definition]:
-    return [_definition(item) for item in _decode_each(described)]
-
-
-def _definition(packed: bytes) -> Definition:
-    return Definition(*_decode_described(packed))
-
-
-def _unpack_words(words: bytes) -> list[Searchable]:
-    return _decode_searchable(zlib.decompress(words))
 
 
 class DefinitionIndex:
@@ -154,7 +103,7 @@ class DefinitionIndex:
             [
                 ((content_id << ORDINAL_BITS) | ordinal, *words)
                 for content_id, packed in rows
-                for ordinal, words in enumerate(_unpack_words(packed))
+                for ordinal, words in enumerate(unpack_words(packed))
             ],
         )
         await db.executemany(
@@ -198,11 +147,11 @@ class DefinitionIndex:
                 "WHERE content_id IN (SELECT value FROM json_each(?))",
                 (json_list({rowid >> ORDINAL_BITS for rowid, *_ in rows}),),
             )
-        unpacked = {content_id: _decode_each(packed) for content_id, packed in described}
+        unpacked = {content_id: unpack_each(packed) for content_id, packed in described}
         hits = []
         for rowid, score, path, file_kind, rank in rows:
             definitions = unpacked.get(rowid >> ORDINAL_BITS)
             if definitions is not None:
-                found = _definition(definitions[rowid & (ORDINALS - 1)])
+                found = unpack_one(definitions[rowid & (ORDINALS - 1)])
                 hits.append(DefinitionHit(path, -score, found, file_kind, rank))
         return hits
