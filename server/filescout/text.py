@@ -140,10 +140,11 @@ def path_words(path: str) -> str:
 
 
 _index_split: dict[str, tuple[str, ...]] = {}
-INDEX_SPLIT_CACHE = 50_000
-"""Distinct identifiers remembered with their words for what is indexed (a few MB): a
-codebase's vocabulary is larger than the query-side cache, and a miss costs more than the
-lookup."""
+INDEX_SPLIT_CACHE = 16_000
+"""Distinct identifiers remembered with their words for what is indexed (~4 MB): a miss costs
+more than the lookup. Most hits are identifiers of the file at hand and its neighbours, so a
+larger cache buys no speed: one pass over Python's standard library, or the 20K-file benchmark
+tree, is as fast with 50,000 and holds 10-12 MB more in every worker (docs/BENCHMARKS.md)."""
 
 
 def _index_token_words(token: str) -> tuple[str, ...]:
