@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections import deque
 from collections.abc import Iterable
 
 TOUCHED = 0
@@ -17,8 +18,13 @@ BACKGROUND = 2
 
 
 class AnnotationQueue:
+    """Touched files and neighbours in a heap; the backlog, which keeps its arrival order and is
+    most of the queue (every file of a first index), in a plain deque: a heap entry per file
+    would cost a 100K-file backlog ~10 MB more."""
+
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, str]] = []
+        self._backlog: deque[str] = deque()
         self._tier: dict[str, int] = {}
         self._sequence = itertools.count()
 
@@ -32,6 +38,9 @@ class AnnotationQueue:
         if current is not None and current <= tier and tier != TOUCHED:
             return
         self._tier[path] = tier
+        if tier == BACKGROUND:
+            self._backlog.append(path)
+            return
         order = next(self._sequence)
         heapq.heappush(self._heap, (tier, -order if tier == TOUCHED else order, path))
 
@@ -41,12 +50,18 @@ class AnnotationQueue:
 
     def pop(self, count: int, *, tier_at_most: int = BACKGROUND) -> list[str]:
         """Up to `count` paths, best first, none of a tier past `tier_at_most`; superseded
-        heap entries are skipped."""
+        entries (a path moved up, or taken already) are skipped."""
         taken: list[str] = []
-        while self._heap and len(taken) < count and self._heap[0][0] <= tier_at_most:
-            tier, _, path = heapq.heappop(self._heap)
-            if self._tier.get(path) == tier:
-                del self._tier[path]
+        tiers = self._tier
+        while len(taken) < count:
+            if self._heap and self._heap[0][0] <= tier_at_most:
+                tier, _, path = heapq.heappop(self._heap)
+            elif self._backlog and not self._heap and tier_at_most >= BACKGROUND:
+                tier, path = BACKGROUND, self._backlog.popleft()
+            else:
+                break
+            if tiers.get(path) == tier:
+                del tiers[path]
                 taken.append(path)
         return taken
 
@@ -57,15 +72,15 @@ class AnnotationQueue:
             if self._tier.get(path) == tier:
                 return tier
             heapq.heappop(self._heap)  # superseded
+        while self._backlog:
+            if self._tier.get(self._backlog[0]) == BACKGROUND:
+                return BACKGROUND
+            self._backlog.popleft()  # superseded
         return None
 
     def clear_background(self) -> None:
         """Forget the default-order backlog (a new pass will reload it); keep touched files."""
-        kept = [
-            (tier, order, path)
-            for tier, order, path in self._heap
-            if tier != BACKGROUND and self._tier.get(path) == tier
-        ]
-        self._heap = kept
+        self._backlog.clear()
+        self._tier = {path: tier for path, tier in self._tier.items() if tier != BACKGROUND}
+        self._heap = [(tier, order, path) for tier, order, path in self._heap if self._tier.get(path) == tier]
         heapq.heapify(self._heap)
-        self._tier = {path: tier for tier, _, path in kept}

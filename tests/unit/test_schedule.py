@@ -49,3 +49,15 @@ def test_pop_can_stop_at_a_tier_and_the_head_tier_skips_superseded_entries() -> 
     assert queue.pop(10, tier_at_most=TOUCHED) == []
     assert queue.pop(10) == ["n1", "b2"]
     assert queue.head_tier() is None
+
+
+def test_the_backlog_keeps_its_order_and_holds_each_path_once() -> None:
+    queue = AnnotationQueue()
+    queue.extend(["a", "b", "a", "c"], BACKGROUND)
+    assert len(queue) == 3
+    queue.push("b", NEIGHBOUR)  # moved up: its backlog entry is superseded
+    assert queue.pop(1) == ["b"]
+    queue.push("b", BACKGROUND)  # queued again after it was taken: comes out once more, once
+    assert len(queue) == 3
+    assert queue.pop(10) == ["a", "b", "c"]
+    assert len(queue) == 0 and queue.head_tier() is None
