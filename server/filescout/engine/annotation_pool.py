@@ -30,7 +30,7 @@ T = TypeVar("T")
 A = TypeVar("A")
 
 DEFAULT_MAX_WORKERS = 4
-"""Workers when the setting leaves it to the CPU count. Each costs ~45-60 MB, and beyond about
+"""Workers when the setting leaves it to the CPU count. Each costs ~40 MB, and beyond about
 four the single writer in this process, not parsing, bounds the throughput."""
 CORES_FOR_THE_SERVER = 1
 """While a backlog drains, this process's writer keeps a core busy: a worker on that core too
