@@ -56,7 +56,7 @@ class AnnotationQueue:
         while len(taken) < count:
             if self._heap and self._heap[0][0] <= tier_at_most:
                 tier, _, path = heapq.heappop(self._heap)
-            elif self._backlog and not self._heap and tier_at_most >= BACKGROUND:
+            elif self._backlog and tier_at_most >= BACKGROUND:  # the heap is empty by now
                 tier, path = BACKGROUND, self._backlog.popleft()
             else:
                 break

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
-import multiprocessing.connection
 import os
 import threading
 from collections.abc import Callable
