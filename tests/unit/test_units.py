@@ -6,6 +6,7 @@ import gc
 import random
 import string
 import tracemalloc
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,37 @@ def test_body_words_cap_each_word() -> None:
     assert body.count("item") == BODY_TERM_CAP and body.count("add_item") == 1
     assert {"add", "total", "cart_total", "def", "return"} <= set(body)
     assert body_words("") == ""
+
+
+def _body_words_by_definition(text: str) -> str:
+    """What body_words means, written plainly: every word `words` finds, at most BODY_TERM_CAP
+    times, a word's copies together, in the order words first appear."""
+    counts = Counter(words(text))
+    return " ".join(" ".join([word] * min(times, BODY_TERM_CAP)) for word, times in counts.items())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "a an the",
+        "x = 0x1F + 2nd_place + 1e5 + 3D + 0xDeadBeef + 99 + 007bond",
+        "foo_foo foo_foo foo_foo foo fooBar FOO_BAR __init__ _ __ ___x",
+        "HTTPServer parseHTTPHeader_v2 getURLsFromHTML ABCdef aB1c2D",
+        "naïve café déjà_vu straße Ünïcode_Name 日本語 ident_日本",
+        "tab\tseparated\nlines\r\nand,commas;semi:colons.dots-dashes/slashes",
+    ],
+)
+def test_body_words_are_what_they_are_defined_to_be(text: str) -> None:
+    assert body_words(text) == _body_words_by_definition(text)
+
+
+def test_body_words_of_real_sources_are_what_they_are_defined_to_be() -> None:
+    sources = sorted((Path(__file__).parents[2] / "server" / "filescout").rglob("*.py"))
+    assert len(sources) > 50
+    for source in sources:
+        text = source.read_text(encoding="utf-8")
+        assert body_words(text) == _body_words_by_definition(text), source
 
 
 @pytest.mark.parametrize(
