@@ -93,6 +93,21 @@ async def test_content_words_are_indexed_once_and_forgotten_with_the_last_copy(i
     assert await index.contents.search('"lexer"', limit=10) == []
 
 
+async def test_term_counts_kept_between_commits_follow_every_commit(index: Index) -> None:
+    """The writing process keeps the counts it read until its next commit: a question asked
+    again sees what every commit since changed, a stored content and a forgotten one alike."""
+    await index.files.apply_changes([record("a.py", "h1")], [], current=STRUCTURAL)
+    await index.annotations.save(STRUCTURAL, [("h1", Annotation("A.", [], [], body="lexer token"))])
+    assert await index.contents.frequencies(["lexer", "parser"]) == (1, {"lexer": 1})
+    assert await index.contents.frequencies(["parser", "lexer", "token"]) == (1, {"lexer": 1, "token": 1})
+    await index.files.apply_changes([record("b.py", "h2")], [], current=STRUCTURAL)
+    await index.annotations.save(STRUCTURAL, [("h2", Annotation("B.", [], [], body="lexer parser"))])
+    assert await index.contents.frequencies(["lexer", "parser"]) == (2, {"lexer": 2, "parser": 1})
+    await index.files.apply_changes([], ["a.py"], current=STRUCTURAL)
+    assert await index.annotations.drop_orphans() == 1
+    assert await index.contents.frequencies(["parser", "lexer", "token"]) == (1, {"lexer": 1, "parser": 1})
+
+
 def leaves_written(database: Path, table: str) -> int:
     """How many leaf pages an FTS5 table has written since it was made: the write counter of its
     structure record (4-byte cookie, then varints: levels, segments, leaves written)."""

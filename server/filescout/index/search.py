@@ -15,6 +15,7 @@ made these writes most of a cold index's writer time.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import aiosqlite
 import msgspec
@@ -33,6 +34,20 @@ def _symbol_and_tag_words(words: IndexWords | None, symbols: str, tags: str) -> 
     if words is not None:
         return words.symbols, words.tags
     return join_words(_decode_list(symbols)), join_words(_decode_list(tags))
+
+
+KEPT_FREQUENCIES = 10_000
+"""Terms whose counts the writing process keeps between its commits, at most."""
+
+
+@dataclass(slots=True)
+class _Frequencies:
+    """How many indexed contents contain each term, as read under one writer generation."""
+
+    generation: int
+    total: int = -1
+    """Indexed contents; -1 until read."""
+    contents: dict[str, int] = field(default_factory=dict)
 
 
 class DescriptionIndex:
@@ -106,6 +121,7 @@ class ContentIndex:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._counted = _Frequencies(generation=-1)
 
     @staticmethod
     async def store(db: aiosqlite.Connection, bodies: Sequence[tuple[str, str]]) -> None:
@@ -170,14 +186,34 @@ class ContentIndex:
 
     async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(indexed contents, how many contain each term): to drop terms too common to tell
-        files apart before they cost a scan of most of the index."""
+        files apart before they cost a scan of most of the index. Counting a common term's
+        contents walks its whole list (milliseconds at 100K files, before every search of a
+        question), so the writing process keeps the counts until its next commit: questions
+        share most of their words."""
+        generation = self._db.generation
+        counted = self._counted
+        if counted.generation != generation or len(counted.contents) > KEPT_FREQUENCIES:
+            counted = _Frequencies(generation)
+        wanted = [term for term in dict.fromkeys(terms) if term not in counted.contents]
+        if wanted or counted.total < 0:
+            total, found = await self._count(wanted)
+            if generation != self._db.generation:  # a commit meanwhile: nothing kept is current
+                return await self._count(terms)
+            counted.total = total
+            counted.contents.update(dict.fromkeys(wanted, 0))
+            counted.contents.update(found)
+        if self._db.writable:  # another process's commits would not show in the generation
+            self._counted = counted
+        return counted.total, {term: counted.contents[term] for term in terms if counted.contents[term]}
+
+    async def _count(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         async with self._db.questions.connection() as reader:
-            ((count,),) = await reader.execute_fetchall("SELECT count(*) FROM contents")
+            ((total,),) = await reader.execute_fetchall("SELECT count(*) FROM contents")
             rows = await reader.execute_fetchall(
                 "SELECT term, doc FROM body_terms WHERE term IN (SELECT value FROM json_each(?))",
                 (json_list(terms),),
             )
-        return int(count), {str(term): int(documents) for term, documents in rows}
+        return int(total), {str(term): int(documents) for term, documents in rows}
 
     async def search(self, match: str, *, limit: int) -> list[SearchHit]:
         """BM25 over content words; every path with a matching content is a hit. Takes its own
