@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import os
 import signal
 import time
+import weakref
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -139,6 +141,37 @@ async def test_a_worker_imports_what_it_runs_and_not_the_server(tmp_path: Path) 
     server_side = ("filescout.engine", "filescout.index", "filescout.lsp", "filescout_protocol", "asyncio")
     assert sorted(held.intersection(server_side)) == []
     assert not {"aiosqlite", "pygls", "lsprotocol", "sqlite3"} & held
+
+
+async def test_a_result_is_freed_when_its_caller_drops_it_without_a_garbage_collection() -> None:
+    """A job's results (a scan batch's words, an annotated batch: MBs) must not wait for the
+    cyclic collector, which a server holding many objects seldom runs in full."""
+    pool = AnnotationPool(1)
+    gc.disable()
+    try:
+        result = await pool.run(set, range(1000))
+        assert len(result) == 1000
+        freed = weakref.ref(result)
+        del result
+        await eventually(lambda: freed() is None, timeout=10)  # the pool's threads let go of it
+    finally:
+        gc.enable()
+        pool.close()
+
+
+async def test_a_job_cancelled_before_it_starts_never_runs(tmp_path: Path) -> None:
+    pool = AnnotationPool(1)
+    try:
+        busy = pool.submit(time.sleep, 0.5)
+        fillers = [pool.submit(abs, -number) for number in range(3)]  # the executor's call queue
+        queued = pool.submit(Path.touch, tmp_path / "ran")
+        assert queued.cancel()
+        await asyncio.wait_for(asyncio.wrap_future(busy), TIMEOUT)
+        assert [await asyncio.wrap_future(filler) for filler in fillers] == [0, 1, 2]
+        assert await pool.run(abs, -7) == 7  # every job before and after has run
+        assert not (tmp_path / "ran").exists()
+    finally:
+        pool.close()
 
 
 async def test_a_job_that_kills_every_worker_fails_or_falls_back_and_never_hangs() -> None:

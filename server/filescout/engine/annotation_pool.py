@@ -16,6 +16,7 @@ import logging
 import multiprocessing
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -46,6 +47,20 @@ def worker_count(setting: int | None, cpus: int | None = None) -> int:
         return setting
     cores = cpus if cpus is not None else (os.cpu_count() or 1)
     return max(1, min(cores - CORES_FOR_THE_SERVER, DEFAULT_MAX_WORKERS))
+
+
+def _cancelling(inner: weakref.ref[Future[T]]) -> Callable[[Future[T]], None]:
+    """Cancel the job when its caller's future is cancelled. The job is held weakly: the job's
+    own callback holds the caller's future, and a cycle between the two would keep every result
+    (a batch's words, MBs) alive until a full garbage collection, which a long-running process
+    with many objects seldom makes."""
+
+    def cancel_if_cancelled(outer: Future[T]) -> None:
+        job = inner()
+        if job is not None and outer.cancelled():
+            job.cancel()
+
+    return cancel_if_cancelled
 
 
 class AnnotationPool:
@@ -119,7 +134,7 @@ class AnnotationPool:
             self._discard(executor)
             self._after_failure(outer, BrokenProcessPool(str(exc)), fn, argument, fallback, retries)
             return
-        outer.add_done_callback(lambda done: inner.cancel() if done.cancelled() else None)
+        outer.add_done_callback(_cancelling(weakref.ref(inner)))
         inner.add_done_callback(
             lambda done: self._settle(outer, done, executor, fn, argument, fallback, retries)
         )
