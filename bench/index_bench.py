@@ -10,7 +10,8 @@ installed) for a full cold index with every file annotated (parsing every file f
 definitions). The cold index is measured twice: with the page cache warm (the tree was just read,
 as after a checkout) and, when the benchmark runs as root and `--no-drop-caches` is not given,
 with the kernel's caches dropped first (every read goes to the disk). Peak memory is the server's
-whole process tree (the server and any worker processes), sampled while it runs.
+whole process tree (the server, any worker processes, the git it runs), sampled while it runs;
+the goal is on the largest total seen at one moment.
 
 `--workers N` starts the server with `{"index": {"workers": N}}` in its settings; without it
 the server picks its own number of annotation workers. `--skip-cold --cache DIR` measures the
@@ -335,10 +336,12 @@ def ratio(ours: float, theirs: float | None) -> str:
 
 
 def memory_text(memory: dict) -> str:
+    """The goal is the processes' memory together: the largest total seen at one moment. The sum
+    of each process's own peak adds peaks reached at different moments (a short `git ls-files`
+    at the start, the server's late in the annotation), so it is given beside it, as a bound."""
     return (
-        f"{memory['sum_of_peaks_mb']:.0f} MB over {memory['processes']} processes "
-        f"(server {memory['server_peak_mb']:.0f} MB; largest total seen at once "
-        f"{memory['largest_total_mb']:.0f} MB)"
+        f"{memory['largest_total_mb']:.0f} MB at once (server {memory['server_peak_mb']:.0f} MB; "
+        f"the sum of each of the {memory['processes']} processes' own peak {memory['sum_of_peaks_mb']:.0f} MB)"
     )
 
 
@@ -437,7 +440,7 @@ def report(results: dict, files: int) -> str:
             (
                 "peak memory, cold run (every process of the server)",
                 memory_text(results["cold"]["memory"]),
-                goal(results["cold"]["memory"]["sum_of_peaks_mb"], MEMORY_GOAL_MB, f"≤ {MEMORY_GOAL_MB} MB"),
+                goal(results["cold"]["memory"]["largest_total_mb"], MEMORY_GOAL_MB, f"≤ {MEMORY_GOAL_MB} MB"),
                 "",
             )
         )
@@ -445,7 +448,7 @@ def report(results: dict, files: int) -> str:
         (
             "peak memory, warm run with questions and saves",
             memory_text(results["warm_memory"]),
-            goal(results["warm_memory"]["sum_of_peaks_mb"], MEMORY_GOAL_MB, f"≤ {MEMORY_GOAL_MB} MB"),
+            goal(results["warm_memory"]["largest_total_mb"], MEMORY_GOAL_MB, f"≤ {MEMORY_GOAL_MB} MB"),
             "",
         )
     )
