@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import posixpath
-from pathlib import Path, PurePosixPath
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from urllib.parse import unquote, urlparse
 
 from filescout.errors import InvalidParams
@@ -87,3 +88,103 @@ def normalise_glob(root: Path, pattern: str, *, field: str) -> str:
     if not body.strip("/"):
         raise InvalidParams(f"{field}: {pattern!r} is empty")
     return ("!" if negate else "") + body
+
+
+ALLOW_ANY_ROOT = "FILESCOUT_ALLOW_ANY_ROOT"
+SYSTEM_ROOTS = frozenset(
+    {
+        "/",
+        "/bin",
+        "/boot",
+        "/etc",
+        "/home",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/opt",
+        "/root",
+        "/sbin",
+        "/srv",
+        "/tmp",
+        "/usr",
+        "/var",
+        "/Applications",
+        "/Library",
+        "/System",
+        "/Users",
+        "/Volumes",
+        "/private",
+    }
+)
+"""Folders that hold a system or everyone's files, not a project: indexing one means walking
+hundreds of thousands of files nobody asked about."""
+PSEUDO_FILE_SYSTEMS = frozenset(
+    {
+        "autofs",
+        "binfmt_misc",
+        "bpf",
+        "cgroup",
+        "cgroup2",
+        "configfs",
+        "debugfs",
+        "devfs",
+        "devpts",
+        "devtmpfs",
+        "efivarfs",
+        "fusectl",
+        "mqueue",
+        "proc",
+        "pstore",
+        "securityfs",
+        "sysfs",
+        "tracefs",
+    }
+)
+"""Kernel views, not files: their entries block, change under a read, or never end."""
+PSEUDO_FOLDERS = ("/proc", "/sys", "/dev")
+"""Where they live when the mount table cannot be read."""
+
+
+def file_system_type(path: str, mountinfo: str = "/proc/self/mountinfo") -> str | None:
+    """The type of the file system `path` is on, from the mount table (Linux); None elsewhere."""
+    try:
+        with open(mountinfo, encoding="utf-8", errors="replace") as table:
+            lines = table.read().splitlines()
+    except OSError:
+        return None
+    best, found = -1, None
+    for line in lines:
+        fields, _, rest = line.partition(" - ")
+        parts = fields.split(" ")
+        if len(parts) < 5 or not rest:
+            continue
+        mount_point = parts[4].replace("\\040", " ")
+        inside = path == mount_point or path.startswith(mount_point.rstrip("/") + "/")
+        if inside and len(mount_point) > best:
+            best, found = len(mount_point), rest.split(" ", 1)[0]
+    return found
+
+
+def unsafe_root_reason(root: Path, env: Mapping[str, str] = os.environ) -> str | None:
+    """Why `root` (resolved) is no workspace to index, or None when it is one. The user may
+    still insist through the environment for a system or home folder, never for a kernel view."""
+    text = root.as_posix()
+    kind = file_system_type(text)
+    if kind in PSEUDO_FILE_SYSTEMS or (
+        kind is None and any(text == top or text.startswith(top + "/") for top in PSEUDO_FOLDERS)
+    ):
+        kind = kind or "a kernel file system"
+        return f"{text} is a view of the running system ({kind}), not a folder of files"
+    if env.get(ALLOW_ANY_ROOT) == "1":
+        return None
+    home = env.get("HOME")
+    if text in SYSTEM_ROOTS or root.parent == root or PureWindowsPath(text).anchor == text:
+        what = "the file system's root" if root.parent == root else "a system folder"
+    elif home and text == os.path.realpath(home):
+        what = "your home folder"
+    else:
+        return None
+    return (
+        f"{text} is {what}, not a project: open a project folder instead "
+        f"(set {ALLOW_ANY_ROOT}=1 in the server's environment to index it anyway)"
+    )

@@ -43,6 +43,8 @@ READ_ATTEMPTS = 4
 RACY_NS = 2_000_000_000
 """A file modified this recently may change without its size or mtime showing it."""
 DENIED = (errno.EACCES, errno.EPERM)
+SUBMODULE_DEPTH = 8
+"""Submodules inside submodules are listed this deep at most."""
 
 
 class ChangedWhileRead(OSError):
@@ -212,20 +214,56 @@ def git_ls_files(
     checked again."""
     if not in_git_work_tree(root):
         return None
-    listing = _git(root, "ls-files", "--cached", "--others", "--exclude-standard", "-z")
-    if listing is None or listing.returncode != 0:
-        if listing is not None:
-            log.warning("git ls-files failed: %s", listing.stderr.decode(errors="replace").strip())
+    listed = _git_listing(root)
+    if listed is None:
         return None
     passed = vetted() if vetted is not None else ()
     paths = [
         path
-        for path in dict.fromkeys(_nul_split(listing.stdout))
+        for path in dict.fromkeys(listed)
         if path in passed or not rules.is_ignored_after_git(path, git_ignored=False)
     ]
     if rules.has_reincludes:
         paths.extend(_git_reincluded(root, rules))
     return paths
+
+
+def _git_listing(root: Path, prefix: str = "", depth: int = 0) -> list[str] | None:
+    """What `git ls-files` lists (tracked, and untracked but not ignored) in the work tree at
+    `root`, and in each checked-out submodule, as git lists them with `--recurse-submodules`
+    (which cannot list untracked files). None when git cannot list it."""
+    listing = _git(root, "ls-files", "--cached", "--others", "--exclude-standard", "-z")
+    if listing is None or listing.returncode != 0:
+        if listing is not None:
+            log.warning("git ls-files failed: %s", listing.stderr.decode(errors="replace").strip())
+        return None
+    paths = [prefix + path for path in _nul_split(listing.stdout)]
+    if depth < SUBMODULE_DEPTH and os.path.lexists(root / ".gitmodules"):
+        for submodule in _checked_out_submodules(root):
+            inner = _git_listing(root / submodule, f"{prefix}{submodule}/", depth + 1)
+            if inner is None:
+                log.warning("cannot list the submodule %s%s; its files are left out", prefix, submodule)
+            else:
+                paths.extend(inner)
+    return paths
+
+
+def _checked_out_submodules(root: Path) -> list[str]:
+    """The submodules git's index records (mode 160000) that are checked out: a real directory
+    (no symlink, which could lead out of the workspace) holding their `.git`."""
+    staged = _git(root, "ls-files", "--stage", "-z")
+    if staged is None or staged.returncode != 0:
+        return []
+    found: list[str] = []
+    for entry in _nul_split(staged.stdout):
+        mode, _, rest = entry.partition(" ")
+        path = rest.partition("\t")[2]
+        if mode != "160000" or not path:
+            continue
+        directory = root / path
+        if os.path.realpath(directory) == str(directory) and os.path.lexists(directory / ".git"):
+            found.append(path)
+    return found
 
 
 def _git_reincluded(root: Path, rules: IgnoreRules) -> list[str]:
@@ -259,7 +297,11 @@ def _walk_all(root: Path, directory: str) -> Iterator[str]:
 
 
 def walk(
-    root: Path, rules: IgnoreRules, unlistable: list[str] | None = None, memory: WalkMemory | None = None
+    root: Path,
+    rules: IgnoreRules,
+    unlistable: list[str] | None = None,
+    memory: WalkMemory | None = None,
+    is_cancelled: Callable[[], bool] = lambda: False,
 ) -> list[str]:
     """A directory walk honoring nested .gitignore files and .git/info/exclude; symlinked
     directories are not entered (they may lead out of the workspace or into cycles).
@@ -281,6 +323,8 @@ def walk(
     # Each directory with whether the ignore rules above it are those of the last walk.
     stack: list[tuple[str, bool]] = [("", True)]
     while stack:
+        if is_cancelled():  # a huge tree must not keep a shutdown waiting
+            raise InterruptedError("walk cancelled")
         directory, same_rules_above = stack.pop()
         absolute = os.path.join(base, directory) if directory else base
         try:
@@ -378,6 +422,7 @@ def enumerate_files(
     rules: IgnoreRules,
     vetted: Callable[[], Container[str]] | None = None,
     walked_before: Mapping[str, DirectoryListing] | None = None,
+    is_cancelled: Callable[[], bool] = lambda: False,
 ) -> Listing:
     """Workspace-relative paths of candidate files, and how they were found. Names that are not
     valid UTF-8 are set aside, so one such file never stops a pass. A workspace folder that
@@ -390,7 +435,7 @@ def enumerate_files(
     memory: WalkMemory | None = None
     if listed is None:
         memory = WalkMemory(walked_before or {})
-        listed, source = walk(root, rules, unlistable, memory), "walk"
+        listed, source = walk(root, rules, unlistable, memory, is_cancelled), "walk"
     paths, undecodable = split_undecodable(listed)
     return Listing(paths, source, undecodable, unlistable, memory)
 

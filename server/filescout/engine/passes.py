@@ -450,6 +450,7 @@ class ScanProducer:
                 self._rules,
                 self._known.result if self._same_rules else None,
                 self._walked_before,
+                self._cancelled,
             )
             indexer.listed(listing, self._rules)
             self.walked = listing.walked

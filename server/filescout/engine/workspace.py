@@ -23,7 +23,7 @@ from filescout.engine.scheduler import Scheduler
 from filescout.engine.status import workspace_status
 from filescout.errors import InvalidParams, WorkspaceUnavailable
 from filescout.index import Index
-from filescout.paths import to_relative
+from filescout.paths import to_relative, unsafe_root_reason
 from filescout.records import ScanTotals
 from filescout.schedule import BACKGROUND
 from filescout_protocol.types import (
@@ -90,6 +90,8 @@ class Workspace:
         root = root.expanduser().resolve()
         if not root.is_dir():
             raise WorkspaceUnavailable(f"workspace root {root} is not a directory")
+        if (refused := unsafe_root_reason(root, env)) is not None:
+            raise WorkspaceUnavailable(refused)
         loaded = load_settings(root, editor_settings, env)
         for warning in loaded.warnings:
             log.warning("%s", warning)
