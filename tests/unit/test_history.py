@@ -254,6 +254,10 @@ async def test_a_workspace_inside_a_repository_sees_only_its_own_changes(tmp_pat
 
 
 async def test_no_git_no_commits_or_a_broken_repository_means_no_history(tmp_path: Path) -> None:
+    """Each index starts with a history read from a good repository, so a keeper that did
+    nothing would leave one behind."""
+    good = Repo(tmp_path / "good")
+    good.commit("one", {"a.py": "A = 1\n"})
     plain = tmp_path / "plain"
     plain.mkdir()
     empty = Repo(tmp_path / "empty")
@@ -263,8 +267,11 @@ async def test_no_git_no_commits_or_a_broken_repository_means_no_history(tmp_pat
     for root in (plain, empty.root, broken.root):
         index = await Index.open(tmp_path / f"{root.name}.sqlite3")
         try:
+            await HistoryKeeper(good.root, index).update()
+            assert await index.history.state() is not None
             await HistoryKeeper(root, index).update()
             assert await index.history.state() is None
+            assert await stored_commits(index) == {}
         finally:
             await index.close()
 
