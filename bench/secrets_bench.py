@@ -7,14 +7,20 @@ repositories hold it. A workspace of those files is served by `filescout serve` 
 (a local OpenAI-compatible server on 127.0.0.1, which records every request body): the files
 are annotated by the model from their outlines and excerpts, then findRelevant runs over
 questions that pull them in, with tag picking, judging and the final ranking. Every fourth answer
-is held back, so those files keep their structural annotations and the judge reads those too.
+is held back, so those files keep their structural annotations and the judge reads those too. The
+model writes secrets back into the summaries, tags and reasons it answers with, the way a file
+holds them.
 
 Reported: kinds, secrets planted, requests logged, secrets of which any fragment of 8 characters
-of the random part reached any request (goal 0), files annotated by the model, files judged, and
-ordinary identifiers or prose that did not arrive intact. Exits 1 when a secret leaked.
+of the random part reached any request (goal 0), secrets of which a fragment reached the client
+in what findRelevant and getFiles answered, prompt-ready blocks included (goal 0; a secret in a
+file's name is shown with the name), files annotated by the model, files judged, and ordinary
+identifiers or prose that did not arrive intact. Exits 1 when a secret leaked either way.
 
 With --throughput it measures what redaction costs instead: megabytes of filescout's own
-sources redacted a second (best of 15 passes over three copies).
+sources redacted a second (best of 15 passes over three copies), and the microseconds each of
+their summaries and tag lists (from the structural annotator) takes to be shown: through the
+screen, and through every rule.
 """
 
 from __future__ import annotations
@@ -34,7 +40,9 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 import secrets_corpus  # noqa: E402
 from fake_openai import FakeOpenAI  # noqa: E402
-from filescout.redact import redact  # noqa: E402
+from filescout.annotate.structural import annotate_structure  # noqa: E402
+from filescout.records import FileToAnnotate  # noqa: E402
+from filescout.redact import apply_rules, redact  # noqa: E402
 
 
 def load() -> str:
@@ -66,6 +74,10 @@ def report(outcome: secrets_corpus.Outcome, before: str, after: str) -> None:
         ("requests logged", f"{sum(outcome.requests.values())} ({requests})"),
         ("request bodies", f"{outcome.request_chars / 1000:.0f} kB"),
         ("secrets reaching any request (goal 0)", str(len(outcome.leaked))),
+        (
+            "secrets reaching the client (goal 0)",
+            f"{len(outcome.shown_leaked)} (in {outcome.shown_chars / 1000:.0f} kB of answers)",
+        ),
         ("files sent to the model for annotation", f"{len(outcome.sent_for_annotation)} of {readable}"),
         (
             "files annotated by the model",
@@ -85,6 +97,8 @@ def report(outcome: secrets_corpus.Outcome, before: str, after: str) -> None:
         print(f"{name:<{width}}  {value}")
     for kind, secret in outcome.leaked:
         print(f"LEAKED  {kind}: {secret[:12]}...")
+    for kind, secret in outcome.shown_leaked:
+        print(f"SHOWN  {kind}: {secret[:12]}...")
     for text in outcome.lost:
         print(f"LOST  {text}")
 
@@ -100,7 +114,27 @@ def throughput() -> None:
             redact(text)
         best = min(best, time.perf_counter() - started)
     print(f"redacted {size / 1e6:.2f} MB in {best:.3f} s (best of 15): {size / 1e6 / best:.2f} MB/s")
+    shown = summaries()
+    for name, redaction in (("through the screen", redact), ("through every rule", apply_rules)):
+        fastest = float("inf")
+        for _ in range(15):
+            started = time.perf_counter()
+            for text in shown:
+                redaction(text)
+            fastest = min(fastest, time.perf_counter() - started)
+        print(f"{len(shown)} summaries and tag lists {name}: {fastest / len(shown) * 1e6:.1f} µs each")
     print(f"load (1/5/15 min) before, after: {before} / {load()}")
+
+
+def summaries() -> list[str]:
+    """What the structural annotator says of filescout's own sources: each summary, and each
+    file's tags as one text (as `engine.shown` screens an item's texts)."""
+    texts = []
+    for path in sorted((HERE.parent / "server" / "filescout").rglob("*.py")):
+        item = FileToAnnotate(str(path), "h", "python", "source", path.read_text())
+        annotation = annotate_structure(item, with_words=False)
+        texts += [annotation.summary, "\n".join(annotation.tags)]
+    return texts
 
 
 def main() -> int:
@@ -114,7 +148,7 @@ def main() -> int:
     before = load()
     outcome = asyncio.run(measure())
     report(outcome, before, load())
-    return 1 if outcome.leaked else 0
+    return 1 if outcome.leaked or outcome.shown_leaked else 0
 
 
 if __name__ == "__main__":

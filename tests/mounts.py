@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 
-def _on_ci() -> bool:
+def on_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
@@ -38,7 +38,7 @@ class Mounts:
             error = str(exc)
         if error:
             reason = f"cannot mount a tmpfs ({error}): these tests need root or CAP_SYS_ADMIN"
-            if _on_ci():
+            if on_ci():
                 pytest.fail(reason, pytrace=False)
             pytest.skip(reason)
         self._mounted.append(target)

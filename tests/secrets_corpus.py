@@ -2,7 +2,8 @@
 repositories, with the exact strings that must never reach a model; and one run of it through
 the whole pipeline (the server as a subprocess, the model annotating excerpts and outlines, then
 findRelevant with tag picking, judging and the final ranking), checked against every request
-body the local fake model server received.
+body the local fake model server received and against every answer the client received (the
+fake model writing secrets back into summaries, tags and reasons).
 
 The secrets are made at import by a seeded generator: the corpus is the same on every run, and
 this source holds no literal token that a secret scanner would flag on a push.
@@ -1406,6 +1407,81 @@ def _planted() -> list[Planted]:
         named_slack,
     )
 
+    # What a model-free summary quotes: the first line of a text file, a shell history's
+    # commands, a constant's definition, the first entry of a password file.
+    note_token = f"xoxb-{_pick(string.digits, 12)}-{_pick(string.digits, 13)}-{alnum(24)}"
+    plant(
+        "a token as the first line of a text note",
+        {"notes/ops-handover.txt": f"{note_token}\nRotate it after the incident review.\n"},
+        note_token,
+    )
+
+    history_secret = _pick(B64, 40)
+    plant(
+        "exported credentials in a shell history",
+        {
+            ".bash_history": (
+                "cd ~/src/shop\n"
+                f"export AWS_SECRET_ACCESS_KEY={history_secret}\n"
+                "aws s3 ls s3://releases.example.com/\n"
+            )
+        },
+        history_secret,
+    )
+
+    constant_token = f"xoxb-{_pick(string.digits, 12)}-{_pick(string.digits, 13)}-{alnum(24)}"
+    plant(
+        "a token in a module constant",
+        {
+            "src/notify/slack_alerts.py": (
+                '"""Posts deployment alerts to the ops channel."""\n\n'
+                f'SLACK = "{constant_token}"\n\n\n'
+                "def post_alert(text):\n    return {'token': SLACK, 'text': text}\n"
+            )
+        },
+        constant_token,
+    )
+
+    crypt_salt = _pick(ALNUM + "./", 16)
+    sha512_crypt = f"$6${crypt_salt}${_pick(ALNUM + './', 86)}"
+    yescrypt = f"$y$j9T${_pick(ALNUM + './', 22)}${_pick(ALNUM + './', 43)}"
+    des_crypt = _pick(ALNUM + "./", 13)
+    plant(
+        "password hashes in a backup of a shadow file",
+        {
+            "ops/restore/shadow-backup.txt": (
+                f"root:{sha512_crypt}:19000:0:99999:7:::\n"
+                "daemon:*:19000:0:99999:7:::\n"
+                f"deploy:{yescrypt}:19500:0:99999:7:::\n"
+                f"legacy:{des_crypt}:18000:0:99999:7:::\n"
+            )
+        },
+        sha512_crypt,
+        yescrypt,
+        des_crypt,
+    )
+
+    argon2 = f"$argon2id$v=19$m=65536,t=3,p=4${b64_bytes(16).rstrip('=')}${b64_bytes(32).rstrip('=')}"
+    django = f"pbkdf2_sha256$600000${alnum(22)}${b64_bytes(32)}"
+    phpass = f"$P$B{_pick(ALNUM + './', 30)}"
+    plant(
+        "password hashes of web frameworks in fixtures",
+        {
+            "tests/fixtures/users.json": (
+                '[{"model": "auth.user", "pk": 1, "fields": {"username": "admin", '
+                f'"password": "{django}"}}}}]\n'
+            ),
+            "db/seeds/users.sql": (
+                "-- Accounts for the staging site.\n"
+                f"INSERT INTO wp_users (user_login, user_pass) VALUES ('editor', '{phpass}');\n"
+                f"INSERT INTO accounts (login, digest) VALUES ('ops', '{argon2}');\n"
+            ),
+        },
+        argon2,
+        django,
+        phpass,
+    )
+
     return corpus
 
 
@@ -1463,6 +1539,7 @@ QUESTIONS = (
     "application settings and environment: django rails spring express env ini toml json yaml",
     "scripts for backups, health checks, mirrors, slack exports and load tests",
     "inventory stock requests, feature flags and the order service clients",
+    "ops handover notes, shell history, slack alerts, password hashes in backups and user fixtures",
 )
 
 MODEL_OPTIONS: dict[str, Any] = {
@@ -1519,6 +1596,10 @@ class Outcome:
     found: set[str] = field(default_factory=set)
     lost: list[str] = field(default_factory=list)
     """Ordinary text that did not reach the model intact."""
+    shown_leaked: list[tuple[str, str]] = field(default_factory=list)
+    """(kind, secret) for each planted secret of which a fragment reached the client: in a
+    summary, a tag, a reason or a prompt-ready block of findRelevant or getFiles."""
+    shown_chars: int = 0
     request_chars: int = 0
     seconds: float = 0.0
 
@@ -1526,6 +1607,50 @@ class Outcome:
 def leaked_secrets(requests: list[Request]) -> list[tuple[str, str]]:
     text = "\n".join(request.raw + "\n" + request.text for request in requests)
     return [(kind, secret) for kind, secret in secrets() if leaks(secret, text)]
+
+
+def leaked_to_client(text: str) -> list[tuple[str, str]]:
+    """(kind, secret) for each planted secret of which a fragment is in `text`, something a
+    client received, once the files' paths are taken out. A file is shown by its name, whatever
+    its name holds, so that a client can open it: a secret planted in a name is left out (the
+    words of a name become its file's tags too)."""
+    paths = sorted(files(), key=len, reverse=True)
+    for path in paths:
+        text = text.replace(path, "<path>")
+    return [
+        (kind, secret)
+        for kind, secret in secrets()
+        if leaks(secret, text) and not any(secret in path for path in paths)
+    ]
+
+
+def echoing_secrets(fake: FakeOpenAI, quiet: set[str]) -> None:
+    """Make the fake model write secrets back, as a model that knew them might (or a shared cache
+    someone filled), in the form a file holds them (a bare random string in prose is what no
+    redaction can tell from a word): each answered file's summary and tags quote a secret
+    planted in it, and each judgement's reason quotes one too. `quiet`: the files it does not
+    answer for."""
+    from fake_openai import FakeOpenAI
+
+    planted = {shown_path(path): entry.secrets for entry in CORPUS for path in entry.files}
+
+    def answer(paths: list[str], request: Request) -> dict[str, Any]:
+        reply = FakeOpenAI.annotate([path for path in paths if path not in quiet], request)
+        for note in reply["files"]:
+            if echoed := planted.get(note["path"]):
+                note["summary"] += f' It sets password = "{echoed[0]}".'
+                note["tags"].append(f"password={echoed[-1]}")  # cut to 40 characters
+        return reply
+
+    def edit(kind: str, answer: Any) -> Any:
+        if kind in ("judge", "final") and isinstance(answer, dict):
+            for entry in answer["files"]:
+                if echoed := planted.get(entry["path"]):
+                    entry["reason"] += f', since it sets token = "{echoed[-1]}"'
+        return answer
+
+    fake.answer = answer
+    fake.edit = edit
 
 
 async def _wait_for_model(client: Any, timeout: float = 60.0) -> None:
@@ -1542,22 +1667,23 @@ async def _wait_for_model(client: Any, timeout: float = 60.0) -> None:
 
 
 async def run(tmp: Path, fake: FakeOpenAI) -> Outcome:
-    """The corpus through the whole pipeline; what reached the fake model server, and what the
-    index shows."""
-    from fake_openai import FakeOpenAI
+    """The corpus through the whole pipeline; what reached the fake model server, what the
+    client received, and what the index shows."""
     from support import as_dict, start_client, stop_client, wait_for_indexing
 
     started = time.monotonic()
     root = write_workspace(tmp / "ws")
     readable = sorted(set(files()) - sensitive_files())
     quiet = held_back([shown_path(path) for path in readable if shown_path(path) == path])
-    fake.answer = lambda paths, request: FakeOpenAI.annotate([p for p in paths if p not in quiet], request)
+    echoing_secrets(fake, quiet)
     fake.judge_score = lambda path: 7.0
     fake.pick_tags = lambda tags: tags[:6]
     client = await start_client(
         root, tmp / "cache", init_options={"model": {**MODEL_OPTIONS, "baseUrl": fake.base_url}}
     )
     outcome = Outcome(kinds=len(CORPUS), secrets=len(secrets()), files=len(files()))
+    received: list[Any] = []  # every answer the client got
+    prompt = {"tokens": 50_000}
     try:
         await wait_for_indexing(client)
         await _wait_for_model(client)
@@ -1565,11 +1691,20 @@ async def run(tmp: Path, fake: FakeOpenAI) -> Outcome:
             result = as_dict(
                 await client.protocol.send_request_async(
                     "files/findRelevant",
-                    {"query": question, "limit": 60, "options": {"candidates": 120, "maxModelCalls": 20}},
+                    {
+                        "query": question,
+                        "limit": 60,
+                        "options": {"candidates": 120, "maxModelCalls": 20},
+                        "prompt": prompt,
+                    },
                 )
             )
+            received.append(result)
             outcome.found |= {item["path"] for item in result["items"]}
-        page = as_dict(await client.protocol.send_request_async("files/getFiles", {"limit": 10_000}))
+        page = as_dict(
+            await client.protocol.send_request_async("files/getFiles", {"limit": 10_000, "prompt": prompt})
+        )
+        received.append(page)
     finally:
         await stop_client(client)
     for item in page["items"]:
@@ -1592,6 +1727,9 @@ async def run(tmp: Path, fake: FakeOpenAI) -> Outcome:
     }
     outcome.judged = {path for name, path in shown.items() if f"\n- {name}: " in judge_text}
     outcome.leaked = leaked_secrets(requests)
+    shown = json.dumps(received)
+    outcome.shown_leaked = leaked_to_client(shown)
+    outcome.shown_chars = len(shown)
     outcome.lost = [text for text in SURVIVORS if text not in annotate_text]
     outcome.request_chars = sum(len(r.raw) for r in requests)
     outcome.seconds = time.monotonic() - started

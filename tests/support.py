@@ -149,9 +149,10 @@ async def start_client(
     init_options: dict[str, Any] | None = None,
     editor: str = "visual_studio_code",
     env: dict[str, str] | None = None,
+    command: list[str] = SERVER_COMMAND,
 ) -> TestClient:
     config = ClientServerConfig(
-        server_command=SERVER_COMMAND,
+        server_command=command,
         client_factory=make_client,
         server_env={**os.environ, "XDG_CACHE_HOME": str(cache), "FILESCOUT_CACHE_DIR": "", **(env or {})},
     )

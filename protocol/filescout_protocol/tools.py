@@ -8,7 +8,7 @@ from typing import Annotated, Final, Union
 
 from msgspec import Meta, Struct
 
-from filescout_protocol.types import MAX_TIME_MS, FileKind, FileOrder, FileStatus, Glob, RelativePath
+from filescout_protocol.types import MAX_TIME_MS, FileKind, FileOrder, FileStatus, Globs, RelativePath
 
 
 class Tool:
@@ -58,7 +58,7 @@ class FindRelevantFilesInput(_Input):
     ]
     limit: Annotated[int, Meta(ge=1, le=100, description="Most files to return.")] = 10
     globs: Annotated[
-        list[Glob],
+        Globs,
         Meta(description="Only files matching these gitignore-style patterns (`*.py`, `!tests/`)."),
     ] = []
     paths: Annotated[
@@ -78,7 +78,7 @@ class FindRelevantFilesInput(_Input):
 class ListFilesInput(_Input):
     """Indexed files with their summaries, filtered, one page at a time."""
 
-    globs: Annotated[list[Glob], Meta(description="gitignore-style patterns to keep.")] = []
+    globs: Annotated[Globs, Meta(description="gitignore-style patterns to keep.")] = []
     paths: Annotated[
         list[RelativePath],
         Meta(description="Workspace-relative directories or paths to keep."),

@@ -18,6 +18,15 @@ MAX_TIME_MS: Final = (2**63 - 1) // 1_000_000
 """The latest time a filter may name, in milliseconds since the epoch (in 2262): the index keeps
 modification times as signed 64-bit nanoseconds."""
 
+MAX_GLOBS: Final = 100
+"""Most globs one request may name: each is matched against every path the request looks at."""
+MAX_PATTERNS: Final = 1000
+"""Most patterns `exclude` and `include` may hold each: each is matched against every path a scan
+lists."""
+MAX_FILE_SIZE_LIMIT: Final = 16 * 1024 * 1024
+"""The largest `maxFileSize`: a file up to that size is read whole, in memory, to be hashed and
+annotated (16 MiB, as large as a message may be)."""
+
 ProgressToken = Union[int, str]
 
 FileStatus = Literal["pending", "annotated", "stale", "skipped"]
@@ -49,6 +58,8 @@ Glob = Annotated[
         "(`*.py` matches at any depth, `src/**/*.ts` is anchored, a leading `!` excludes).",
     ),
 ]
+Globs = Annotated[list[Glob], Meta(max_length=MAX_GLOBS)]
+Patterns = Annotated[list[Glob], Meta(max_length=MAX_PATTERNS)]
 
 
 class Method:
@@ -227,14 +238,18 @@ class Settings(_Payload, forbid_unknown_fields=True):
     ] = None
     max_file_size: Annotated[
         int,
-        Meta(ge=1, description="Files larger than this many bytes are recorded but not annotated."),
+        Meta(
+            ge=1,
+            le=MAX_FILE_SIZE_LIMIT,
+            description="Files larger than this many bytes are recorded but not annotated.",
+        ),
     ] = 1_048_576
     exclude: Annotated[
-        list[Glob],
+        Patterns,
         Meta(description="Extra gitignore-style patterns to leave out of the index."),
     ] = []
     include: Annotated[
-        list[Glob],
+        Patterns,
         Meta(
             description="Patterns to index even when .gitignore, the built-in defaults or "
             "`exclude` leave them out."
@@ -261,7 +276,7 @@ class Settings(_Payload, forbid_unknown_fields=True):
 class Scope(_Params):
     """Restricts a request to part of the workspace."""
 
-    globs: list[Glob] = []
+    globs: Globs = []
     paths: Annotated[
         list[RelativePath],
         Meta(description="Path prefixes: a directory includes everything below it."),
@@ -290,7 +305,7 @@ class GetFilesParams(_Params):
     """`files/getFiles`: every indexed file with its annotation, optionally filtered. Filters
     combine with AND."""
 
-    globs: list[Glob] = []
+    globs: Globs = []
     paths: Annotated[
         list[RelativePath],
         Meta(description="Path prefixes: a directory includes everything below it."),

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 
 from filescout.records import FileKind, SkipReason
+from filescout.text import is_utf16
 
 LANGUAGE_BY_EXTENSION: dict[str, str] = {
     ".py": "python",
@@ -457,7 +458,10 @@ def kind_of(path: str, language: str | None, *, binary: bool, generated: bool) -
 
 
 def classify(path: str, head: bytes) -> Classification:
-    """Classify from the path and the first bytes of the file."""
+    """Classify from the path and the first bytes of the file (a UTF-16 file's by its
+    characters: its NUL bytes do not make it binary)."""
+    if is_utf16(head):
+        head = head.decode("utf-16", errors="replace").encode("utf-8")
     binary = is_binary(head)
     language = None if binary else language_of(path, head)
     kind = kind_of(path, language, binary=binary, generated=not binary and looks_generated(head))

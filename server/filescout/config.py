@@ -2,12 +2,12 @@
 
 Precedence, highest first: the editor (initializationOptions, then didChangeConfiguration),
 `filescout.toml` at the workspace root, the environment, built-in defaults. Each layer is
-validated on its own, so one bad value drops that layer with a clear warning instead of
-silently mixing in garbage.
+validated on its own: a bad value (of the wrong type, out of its bounds, unknown) is dropped with
+a warning naming it, and the rest of its layer applies, instead of silently mixing in garbage.
 
 `filescout.toml` comes with the repository, so it is trusted less than the user: it cannot
-point the user's API key at an endpoint of its choosing, put the index outside the workspace,
-turn privacy mode off, or turn on or point a shared cache.
+point the user's API key at an endpoint of its choosing, place the index anywhere, turn privacy
+mode off, or turn on or point a shared cache.
 """
 
 from __future__ import annotations
@@ -15,17 +15,17 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import os
-import posixpath
 import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PureWindowsPath
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import msgspec
 
+from filescout.beneath import read_rules_file
 from filescout_protocol.types import Settings
 
 if sys.version_info >= (3, 11):
@@ -88,13 +88,16 @@ def from_environment(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def from_file(root: Path | None) -> tuple[dict[str, Any], str | None]:
+    """The settings of the workspace's own file, or why they were ignored. Read beneath the
+    root and never through a symlink (`beneath.read_rules_file`): a repository cannot make its
+    settings those of a file elsewhere, nor hang the server with a FIFO."""
     if root is None:
         return {}, None
-    path = root / CONFIG_FILE
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}, None
+        raw = read_rules_file(root, CONFIG_FILE)
+        if raw is None:
+            return {}, None
+        data = tomllib.loads(raw.decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return {}, f"{CONFIG_FILE} ignored: {exc}"
     section = data.get("filescout", data)
@@ -135,10 +138,9 @@ def vet_workspace_layer(
     env_layer: Mapping[str, Any],
     editor_layer: Mapping[str, Any],
     warnings: list[str],
-    root: Path | None = None,
 ) -> dict[str, Any]:
     """Drop what a repository's own settings file may not decide for the user: where workspace
-    content and the user's key go. It may pick an endpoint on this machine (which gets no key
+    content, the index and the user's key go. It may pick an endpoint on this machine (which gets no key
     of the user's) and tune a model the user turned on; it cannot turn on a remote model."""
     layer = dict(layer)
     model = layer.get("model")
@@ -170,12 +172,12 @@ def vet_workspace_layer(
                 "a remote model; name the model in the editor settings or FILESCOUT_MODEL"
             )
         layer["model"] = model
-    db_path = layer.get("dbPath")
-    if db_path is not None and not _inside_workspace(db_path, root):
+    if "dbPath" in layer:
+        # Wherever it points, the path is one a cloned repository chose for filescout to write.
         del layer["dbPath"]
         warnings.append(
-            f"{CONFIG_FILE}: db_path ignored: from a workspace file it must be a "
-            "relative path inside the workspace"
+            f"{CONFIG_FILE}: db_path ignored: a workspace file cannot place the index; "
+            "set dbPath in the editor settings or FILESCOUT_DB_PATH"
         )
     if layer.get("privacyMode") is False:
         del layer["privacyMode"]  # a repository may turn privacy mode on, never off
@@ -193,23 +195,6 @@ def vet_workspace_layer(
     return layer
 
 
-def _inside_workspace(value: Any, root: Path | None) -> bool:
-    """A relative path that stays inside `root`, symlinks resolved; no `~`, drive or anchor."""
-    if not isinstance(value, str) or not value or root is None:
-        return False
-    parts = value.replace("\\", "/").split("/")
-    if (
-        any(part.startswith("~") or part == ".." for part in parts)
-        or PureWindowsPath(value).anchor
-        or posixpath.isabs(value)
-    ):
-        return False
-    try:
-        return (root / value).resolve().is_relative_to(root.resolve())
-    except (OSError, RuntimeError, ValueError):
-        return False
-
-
 def load_settings(
     root: Path | None, editor: Mapping[str, Any] | None = None, env: Mapping[str, str] = os.environ
 ) -> LoadedSettings:
@@ -219,20 +204,38 @@ def load_settings(
         warnings.append(file_problem)
     editor_layer = camelize(dict(editor or {}))
     env_layer = from_environment(env)
-    file_layer = vet_workspace_layer(file_layer, env_layer, editor_layer, warnings, root)
+    file_layer = vet_workspace_layer(file_layer, env_layer, editor_layer, warnings)
     layers = [("environment", env_layer), (CONFIG_FILE, file_layer), ("editor settings", editor_layer)]
     merged: dict[str, Any] = {}
     for name, layer in layers:
-        if not layer:
-            continue
-        candidate = _merge(merged, layer)
+        if layer:
+            merged = _apply(merged, layer, name, warnings)
+    return LoadedSettings(msgspec.convert(merged, Settings), warnings)
+
+
+def _apply(
+    merged: dict[str, Any], layer: Mapping[str, Any], name: str, warnings: list[str]
+) -> dict[str, Any]:
+    """`merged` with the settings of `layer` on top. A setting that is not valid there (out of
+    bounds, of the wrong type, unknown) is left out with a warning naming it; the others apply."""
+    candidate = _merge(merged, layer)
+    try:
+        msgspec.convert(candidate, Settings)
+        return candidate
+    except msgspec.ValidationError:
+        pass
+    for key, value in layer.items():
+        candidate = _merge(merged, {key: value})
         try:
             msgspec.convert(candidate, Settings)
         except msgspec.ValidationError as exc:
-            warnings.append(f"{name} ignored: {exc}")
+            message, _, where = str(exc).partition(" - at `$.")
+            where = where.rstrip("`") or key
+            also = f" (and the rest of {key})" if where != key else ""
+            warnings.append(f"{name}: {where} ignored{also}: {message}")
             continue
         merged = candidate
-    return LoadedSettings(msgspec.convert(merged, Settings), warnings)
+    return merged
 
 
 def cache_root(env: Mapping[str, str] = os.environ) -> Path:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from filescout.beneath import RootDir, read_regular
 from filescout.records import PastCommit
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,8 @@ SEPARATOR = b"\x1f"
 FORMAT = "--format=%x1e%H %ct %P%x1f%B"
 TRAILER = re.compile(r"[A-Za-z0-9-]+: \S|\(cherry picked from commit [0-9a-f]+\)$")
 SAFE_REF = re.compile(r"refs/[A-Za-z0-9._/+-]+")
+GIT_FILE_BYTES = 4096
+"""HEAD and a loose ref hold one line: more than this is no file of git's."""
 ENVIRONMENT = {"GIT_PAGER": "cat", "PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
 
 
@@ -116,19 +119,26 @@ def head_signature(root: Path) -> str | None:
     if not git_dir.is_dir():
         return None
     try:
-        head = (git_dir / "HEAD").read_text("utf-8", "replace").strip()
-        parts = [head]
-        ref = head.removeprefix("ref: ").strip() if head.startswith("ref: ") else None
-        if ref is not None and SAFE_REF.fullmatch(ref) and ".." not in ref:
-            loose = git_dir / ref
-            parts.append(loose.read_text("utf-8", "replace").strip() if loose.is_file() else "")
-            packed = git_dir / "packed-refs"
-            if packed.is_file():
-                stat = packed.stat()
-                parts.append(f"{stat.st_mtime_ns}:{stat.st_size}")
+        with RootDir(root) as beneath:  # a FIFO is never waited on, a link out never read
+            head = _git_file_text(beneath, ".git/HEAD")
+            parts = [head]
+            ref = head.removeprefix("ref: ").strip() if head.startswith("ref: ") else None
+            if ref is not None and SAFE_REF.fullmatch(ref) and ".." not in ref:
+                loose = git_dir / ref
+                parts.append(_git_file_text(beneath, f".git/{ref}") if loose.is_file() else "")
+                packed = git_dir / "packed-refs"
+                if packed.is_file():
+                    stat = packed.stat()
+                    parts.append(f"{stat.st_mtime_ns}:{stat.st_size}")
     except OSError:
         return None
     return "\n".join(parts)
+
+
+def _git_file_text(beneath: RootDir, relative: str) -> str:
+    """A small file of git's (HEAD, a ref), stripped; "" when it is no regular file."""
+    found = read_regular(beneath, relative, GIT_FILE_BYTES)
+    return found[0].decode("utf-8", "replace").strip() if found is not None else ""
 
 
 def is_ancestor(root: Path, older: str, newer: str) -> bool:

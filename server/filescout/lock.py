@@ -47,7 +47,8 @@ class WriterLock:
         if self._fd is not None:
             return True
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        # Never through a symlink: the lock file is truncated and rewritten.
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         if not _try_lock(fd):
             os.close(fd)
             return False

@@ -1,9 +1,11 @@
 """Remove secret-looking strings from text before it leaves the machine.
 
 Applied to every piece of workspace content placed in a model prompt (file excerpts, outlines,
-summaries, paths). Sensitive files never get this far; this catches the key pasted into a config
-file or a test fixture. Patterns favour catching too much: a redacted placeholder costs the model
-little.
+summaries, paths) and to every text an answer gives a client (`engine/shown.py`: summaries, tags,
+reasons). Sensitive files never get this far; this catches the key pasted into a config file or
+a test fixture. Patterns favour catching too much: a redacted placeholder costs the model
+little. A screen (`might_hold_secret`, below the rules) lets `redact` return at once the many
+short texts that no rule could change.
 
 Five layers:
 - the token catalogue of `bc-detect-secrets` (Bridgecrew's maintained fork of Yelp's
@@ -12,8 +14,8 @@ Five layers:
 - its high-entropy strings (base64 and hex at its default limits), quoted, ending a `key: value`
   line, or listed as YAML items: the keys that have neither a known shape nor a telling name;
 - secrets that their surroundings give away: passwords in URLs (`redis://:pw@host` too), in
-  `curl -u`, .netrc and .pgpass lines, Azure SAS signatures, and `Authorization: Bearer/Basic/
-  Token` credentials;
+  `curl -u`, .netrc and .pgpass lines, password hashes (crypt(3), Django's, LDAP's, a shadow
+  file's), Azure SAS signatures, and `Authorization: Bearer/Basic/Token` credentials;
 - assignments to a name that says secret (`password`, `db_pass`, `api_key`, `client_secret` and
   the keywords detect-secrets knows): the value goes, whatever it looks like;
 - assignments to a name that hints at one (`SERVICE_CREDS`, `auth`, `private`, `client-key-data`,
@@ -25,12 +27,15 @@ The name rules only look at lines that contain one of the names, so redaction st
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
+
+log = logging.getLogger(__name__)
 
 PLACEHOLDER = "[REDACTED]"
 HEAD_SLACK = 2048
@@ -81,7 +86,13 @@ SEPARATE_TOKENS: tuple[re.Pattern[str], ...] = tuple(
         r"\d{8,10}:AA[A-Za-z0-9_\-]{33}",  # Telegram bots
         # Discord bots: detect-secrets' pattern stops 27 characters into the 38 of today's tokens
         r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}",
-        r"\$(?:apr1|2[abxy]?|[156]|7|y)\$[A-Za-z0-9./$=]{20,}",  # crypt(3) hashes: htpasswd, bcrypt
+        # password hashes, which crack offline: crypt(3) (htpasswd, shadow files, bcrypt,
+        # yescrypt, scrypt), passlib's and PHP's (phpass, Drupal), Django's, LDAP's; lower-cased
+        # too, as in a tag
+        r"\$(?:apr1|2[abxy]?|[13567]|y|gy|sha1|md5(?:,rounds=\d+)?|[PHSphs]|argon2(?:id|i|d)|scrypt|"
+        r"pbkdf2(?:-sha(?:1|256|512))?|bcrypt(?:-sha256)?)\$[A-Za-z0-9./$=,+\-]{20,}",
+        r"(?:pbkdf2_sha(?:1|256)|argon2|bcrypt(?:_sha256)?|scrypt|sha1|md5|crypt)\$[A-Za-z0-9./$=,+\-]{16,}",
+        r"\{(?i:s?sha(?:\d{3})?|s?md5|crypt|pbkdf2(?:-sha\d+)?|argon2|bcrypt)\}[A-Za-z0-9+/=.$]{8,}",
     )
 )
 
@@ -100,7 +111,10 @@ CONTEXT_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"sig=(?<=[?&]sig=)([A-Za-z0-9%+/=]{16,})",  # Azure shared access signatures
         r"-(?<=\s-)(?:u\s*|-user[=\s]\s*)[\"']?[^\s:\"'@/]+:([^\s\"'@]{6,})",  # curl -u user:password
         # .pgpass lines, `host:port:database:user:password`, also inside the echo that writes one
-        r":(?<=[\w.*\-]:)(?:\d{1,5}|\*):[\w.\-*]+:[\w.\-*]+:([^\s\"':]{4,})",
+        # (the password ends the line: a shadow line's fields go on)
+        r":(?<=[\w.*\-]:)(?:\d{1,5}|\*):[\w.\-*]+:[\w.\-*]+:([^\s\"':]{4,})(?=[\s\"']|$)",
+        # a shadow or passwd line's hash (DES-crypt has no `$` to know it by): `user:hash:19000:0:`
+        r":(?<=[\w.\-]:)(!{0,2}[^\s:!*][^\s:]{12,})(?=:\d*:\d*:)",
     )
 )
 
@@ -133,6 +147,8 @@ NOT_A_SECRET = re.compile(
     re.IGNORECASE,
 )
 NOT_RANDOM = re.compile(r"^(?:/|\./|\.\./|~/)|://|\$\{|\{\{|%\(")
+# camelCase and PascalCase words (`compilerOptions`, `apiVersion`): names, not keys
+IDENTIFIER = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]{2,})+")
 
 
 @cache
@@ -227,7 +243,12 @@ def entropy(value: str) -> float:
 def looks_random(value: str) -> bool:
     """A long value mixing letters with digits or cases, with little repetition: a generated
     key or password rather than a word, a name, a path or a reference."""
-    if len(value) < 10 or NOT_A_SECRET.match(value) or NOT_RANDOM.search(value):
+    if (
+        len(value) < 10
+        or NOT_A_SECRET.match(value)
+        or NOT_RANDOM.search(value)
+        or IDENTIFIER.fullmatch(value)
+    ):
         return False
     digits = any(c.isdigit() for c in value)
     upper = any(c.isupper() for c in value)
@@ -348,6 +369,11 @@ def _assignments(text: str) -> str:
 
 def redact(text: str) -> str:
     """`text` with every secret-looking string replaced by [REDACTED]."""
+    return apply_rules(text) if might_hold_secret(text) else text
+
+
+def apply_rules(text: str) -> str:
+    """Every rule over `text`: what `redact` does with a text the screen holds back."""
     spans = [match.span() for match in TOKENS.finditer(text) if _word_start(text, match.start())]
     spans += [
         match.span()
@@ -363,6 +389,180 @@ def redact(text: str) -> str:
     text = URL_PASSWORD.sub(lambda m: f"{m.group(1)}{PLACEHOLDER}{m.group(3)}", text)
     text = AUTH_SCHEME.sub(_auth_scheme, text)
     return _assignments(text)
+
+
+# -- The screen ---------------------------------------------------------------------------------
+# What a client is shown is redacted too: summaries, tags and reasons, a few hundred thousand
+# short texts for a listing of 100K files, where the rules cost ~70 µs a summary. Every rule needs
+# something that ordinary text seldom holds: a character or a prefix (`$`, `-----BEGIN`, `ghp_`),
+# a separator after a name that says or hints secret, a word such as `bearer`. The screen looks
+# for those things alone, in one pass; a text it finds none of them in is one that no rule could
+# change, and `redact` returns it as it is. Each part names the rules it stands for, and a rule
+# added above needs its part here too; tests/unit/test_redaction.py checks the screen against
+# the rules on the planted corpus, on random texts and on these sources, and that it knows the
+# installed detect-secrets.
+
+SCREENED_DETECT_SECRETS = "1.5.52"
+"""The detect-secrets release whose detectors the screen was derived from. With another one the
+screen stands aside (every text gets every rule) until it is checked against the new one."""
+
+HEX_ALPHABET = "0123456789abcdefABCDEF"
+BASE64_ALPHABET = "+-/0123456789=ABCDEFGHIJKLMNOPQRSTUVWXYZ\\_abcdefghijklmnopqrstuvwxyz"
+"""detect-secrets' alphabets for high-entropy strings. A value passes a limit of 3.0 bits a
+character (hex) with 9 different characters or more, 4.5 bits (base64) with 23 or more."""
+CASE_FOLDS = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
+"""The characters a case-insensitive pattern takes for an ASCII letter (`(?i)s` matches the long
+s, U+017F): a text lowered with these folded shows every name such a pattern finds in it."""
+_FOLDS = str.maketrans(CASE_FOLDS)
+_FOLDED = "\u0130\u0131\u017f\u212a"
+
+_RANDOM_RUN = r"(?:[0-9a-fA-F]{9}|[A-Za-z0-9+/=_\\\-]{23})"
+# What follows `:` or `=` (or `=>`, `:=`, `==`): a high-entropy string, which goes whatever its
+# name (no group), or what a name rule takes for a value, which goes if the name before says
+# secret (the group `name`): quoted (`_quoted`), a word to the end of its line (`_bare`), a word
+# of 10 or more holding a digit or a capital, as anything random does (`_random`), a run of 24
+# (detect-secrets' `keyword = value` detectors). Each but a quote is a run of 8 or more.
+_AFTER_SEPARATOR = (
+    r"(?=[=>]?\s*(?:(?=[^\s\"',;]{8})%s|(?:[\"'`]|(?=[^\s\"',;]{8})(?:[^\s\"',;(){}\[\]]{8,}\s*$"
+    r"|(?=[^\s\"'`,;]{10})[^\s\"'`,;]*?[^\s\"'`,;a-z_.\-/:@#%%&*!~?^|<>$+=]|[\w\-]{24}))(?P<%s>)))"
+)
+# A credential after an authorization scheme (`AUTH_SCHEME`), in any case.
+_SCHEME_VALUE = rf"\s+[A-Za-z0-9._~+/=\-{_FOLDED}]{{12}}"
+# detect-secrets' `keyword value` detectors, whose separator may be spaces alone.
+_SPACED_VALUE = r"[\"']?\]? +[\"']?[\w\-]{24}"
+_NETRC = r"(?:[oO][rR])?[dD]\s"  # `password secret`, `passwd secret` (.netrc)
+# detect-secrets' `aws ... key ... <40 characters>`, in any case: the run starts within 48.
+_AWS = rf"[sS\u017f].{{0,48}}?[0-9a-zA-Z/+{_FOLDED}]{{40}}"
+
+
+def _anchored(alternatives: dict[str, str]) -> str:
+    """One alternative per first character: the regex engine skips ahead to the few places where
+    one could start (a literal first character each, nothing else)."""
+    return "|".join(f"{re.escape(first)}(?:{rest})" for first, rest in alternatives.items())
+
+
+SCREEN = re.compile(
+    _anchored(
+        {
+            "$": r"[A-Za-z0-9./$=,+\-]{16}",  # password hashes: crypt(3), passlib, phpass, Django
+            "{": r"\w[\w\-]*\}[A-Za-z0-9+/=.$]{8}",  # LDAP's password hashes
+            # OpenAI, Anthropic, GitLab, Slack, PyPI, Mailgun, Square, PuTTY, Mailchimp, curl -u
+            "-": r"(?<=sk-)[A-Za-z0-9_\-]{20}|(?<=gl[a-z]{2}-)|(?<=gl[a-z]{3}-)|(?<=gl[a-z]{4}-)"
+            r"|(?<=[xX][oO][xX].-)|(?<=pypi-)|(?<=key-)[0-9a-f]{32}|(?<=sq0csp-)|(?<=PuTTY-)"
+            r"|us[0-9]|(?<=\s-)(?:u|-user)"
+            rf"|[ \t]+[\"']?{_RANDOM_RUN}",  # high-entropy strings listed as YAML items
+            # npm, and what takes 16 or more after it: GitHub, DigitalOcean, Stripe, Hugging Face, Shopify
+            "_": r"authToken|(?=[A-Za-z0-9_\-]{16})(?:pat_(?<=github_pat_)|v1_(?<=dop_v1_)|live_(?<=k_live_)"
+            r"|test_(?<=k_test_)|(?<=gh[pousr]_)|(?<=npm_)|(?<=hf_)|(?<=whsec_)|(?<=shp[a-z][a-z]_))",
+            "N": r"PM",  # NPM_TOKEN
+            "J": r"(?<=eyJ)[A-Za-z0-9_=\-]+\.",  # JWTs
+            "B": rf"EGIN|(?i:earer|asic){_SCHEME_VALUE}",  # private keys; Bearer, Basic
+            "b": rf"(?i:earer|asic){_SCHEME_VALUE}",
+            "g": rf"(?<=[dD][iI\u0130\u0131]g)(?i:est){_SCHEME_VALUE}",  # digest
+            "G": rf"(?<=[dD][iI\u0130\u0131]G)(?i:est){_SCHEME_VALUE}",
+            # token (a scheme, or a keyword); key
+            **{
+                k: rf"(?<=[tT][oO]{k})(?i:en)(?:{_SCHEME_VALUE}|{_SPACED_VALUE})|(?i:ey){_SPACED_VALUE}"
+                for k in ("k", "K", "\u212a")
+            },
+            **{p: rf"(?i:wd?|ass(?:word)?){_SPACED_VALUE}" for p in ("p", "P")},  # pw, pwd, pass, password
+            # AWS key ids, Artifactory, Twilio's AC..., Google API keys; Twilio's SK...
+            "A": r"[A-Z0-9]{19}|KC[a-zA-Z0-9]{10}|P[\dA-F][a-zA-Z0-9]{8}|C[a-z0-9]{32}|Iza",
+            "S": r"K[a-z0-9]{32}",
+            # Google OAuth, SendGrid, Vault, Discord bots (24 characters or more before the dot)
+            ".": r"(?=[\w\-]{6})(?:(?<=ya29\.)|(?<=SG\.)|(?<=hv[sbr]\.)|(?=[\w\-]{6}\.)(?<=[\w\-]{23}\.))",
+            # passwords in URLs, Telegram bots, .pgpass lines (`host:port:database:user:password`)
+            ":": r"//|AA|(?:\d{1,5}|\*):[\w.\-*]+:[\w.\-*]+:[^\s\"':]{4}"
+            r"|(?<=[\w.\-]:)(?=!{0,2}[^\s:!*][^\s:]{12,}:\d*:\d*:)"  # shadow and passwd lines
+            r"|" + _AFTER_SEPARATOR % (_RANDOM_RUN, "colon"),
+            "=": r"=|(?<=[?&]sig=)|" + _AFTER_SEPARATOR % (_RANDOM_RUN, "equals"),  # Azure's keys and SAS
+            "'": rf"\s*{_RANDOM_RUN}",
+            '"': rf"\s*{_RANDOM_RUN}",
+            # .netrc's `password secret`; aws
+            "w": rf"(?<=[pP][aA][sS\u017f][sS\u017f]w){_NETRC}(?P<netrc>)|(?<=[aA]w){_AWS}",
+            "W": rf"(?<=[pP][aA][sS\u017f][sS\u017f]W){_NETRC}(?P<NETRC>)|(?<=[aA]W){_AWS}",
+        }
+    ),
+    re.MULTILINE,
+)
+_VALUE_RUN = re.compile(r"[^\s\"'`,;]*")  # what the name rules take for a value
+_BARE_VALUE = re.compile(r"[^\s\"',;(){}\[\]]{8,}\s*")
+# Before a separator, read backwards: spaces, up to two quotes or brackets, the name.
+_NAME_BEFORE = re.compile(r"\s*[\"'\]]{0,2}([\w.\-]*)")
+NAME_WINDOW = 256
+"""How far back a name is read; a longer run is taken for a name."""
+
+
+def might_hold_secret(text: str) -> bool:
+    """Whether any rule could find a secret in `text`; if not, `redact` returns it unchanged."""
+    if not _screen_applies():
+        return True
+    for match in SCREEN.finditer(text):
+        found = match.lastgroup
+        if found is None:
+            return True
+        start, end = _line(text, match.start())
+        if found in ("netrc", "NETRC"):
+            line = text[start:end]
+            if NETRC_PASSWORD.sub(_netrc, line) != line:
+                return True
+        elif _after_a_name(text, start, match.start()) and _a_value_after(text[match.start() + 1 : end]):
+            return True
+    return False
+
+
+def _line(text: str, at: int) -> tuple[int, int]:
+    """Where the line holding `at` starts and ends: the name rules work a line at a time."""
+    end = text.find("\n", at)
+    return text.rfind("\n", 0, at) + 1, len(text) if end < 0 else end
+
+
+def _after_a_name(text: str, line_start: int, separator: int) -> bool:
+    """Whether the name before a separator holds a part of a secret's name, in any case."""
+    start = max(line_start, separator - NAME_WINDOW)
+    before = text[start:separator][::-1]
+    match = _NAME_BEFORE.match(before)
+    if match is None:
+        return False
+    if match.end() == len(before) and start > line_start:
+        return True  # the window cut the name: it may hold anything
+    name = match.group(1)[::-1]
+    folded = name.lower() if name.isascii() else name.translate(_FOLDS).lower()
+    return NAME_PARTS.search(folded) is not None
+
+
+def _a_value_after(rest: str) -> bool:
+    """Whether what follows a separator (to the end of its line) is a value a name rule takes."""
+    for value in (rest, rest[1:]) if rest[:1] in ("=", ">") else (rest,):
+        value = value.lstrip()
+        if value[:1] in ("'", '"', "`"):
+            return True
+        run = _VALUE_RUN.match(value)
+        word = run.group() if run else ""
+        if len(word) >= 24 or (len(word) >= 10 and looks_random(word)) or _BARE_VALUE.fullmatch(value):
+            return True
+    return False
+
+
+@cache
+def _screen_applies() -> bool:
+    """Whether the installed detect-secrets is the one the screen knows (from its metadata:
+    importing the package costs a tenth of a second)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("bc-detect-secrets")
+    except PackageNotFoundError:
+        installed = "none"
+    if installed != SCREENED_DETECT_SECRETS:
+        log.warning(
+            "detect-secrets %s is not the release redaction's screen was checked against (%s): "
+            "every text gets every rule, which is slower",
+            installed,
+            SCREENED_DETECT_SECRETS,
+        )
+        return False
+    return True
 
 
 def redact_head(text: str, end: int) -> str:

@@ -21,6 +21,15 @@ from pathlib import Path
 
 import xxhash
 
+from filescout.beneath import (
+    RACY_NS,
+    ChangedWhileRead,
+    LinkRefused,
+    OutsideRoot,
+    RootDir,
+    opened,
+    read_regular,
+)
 from filescout.classify import BINARY_SNIFF_BYTES, classify
 from filescout.errors import WorkspaceUnavailable
 from filescout.ignore import IgnoreRules, read_ignore_file
@@ -38,17 +47,9 @@ READ_CHUNK = 128
 READS_IN_FLIGHT = 8
 """Read jobs under way at once: enough to keep every worker process busy."""
 OVERSIZED_HASH_BYTES = 1 << 20
-READ_ATTEMPTS = 4
-"""Reads of a file that changes while it is read, before it is left for the next look."""
-RACY_NS = 2_000_000_000
-"""A file modified this recently may change without its size or mtime showing it."""
 DENIED = (errno.EACCES, errno.EPERM)
 SUBMODULE_DEPTH = 8
 """Submodules inside submodules are listed this deep at most."""
-
-
-class ChangedWhileRead(OSError):
-    """A file kept changing while it was read: what was read may be a mix of two versions."""
 
 
 class WorkspaceGone(WorkspaceUnavailable):
@@ -285,15 +286,25 @@ def _git_reincluded(root: Path, rules: IgnoreRules) -> list[str]:
 
 
 def _walk_all(root: Path, directory: str) -> Iterator[str]:
-    """Every file below `directory`, symlinked directories not entered."""
-    base = str(root)
-    for current, dirnames, filenames in os.walk(os.path.join(base, directory)):
-        dirnames[:] = [
-            name for name in dirnames if not os.path.islink(os.path.join(current, name)) and name != ".git"
-        ]
-        relative_dir = os.path.relpath(current, base).replace(os.sep, "/")
-        for name in filenames:
-            yield f"{relative_dir}/{name}"
+    """Every file below `directory`, symlinked directories not entered (nor one that became a
+    symlink meanwhile: each is listed beneath the root)."""
+    try:
+        beneath = RootDir(root)
+    except OSError:
+        return
+    with beneath:
+        stack = [directory]
+        while stack:
+            current = stack.pop()
+            try:
+                entries = _entries_beneath(beneath, current)
+            except OSError:
+                continue
+            for name, is_dir in entries:
+                if not is_dir:
+                    yield f"{current}/{name}"
+                elif name != ".git":
+                    stack.append(f"{current}/{name}")
 
 
 def walk(
@@ -304,19 +315,34 @@ def walk(
     is_cancelled: Callable[[], bool] = lambda: False,
 ) -> list[str]:
     """A directory walk honoring nested .gitignore files and .git/info/exclude; symlinked
-    directories are not entered (they may lead out of the workspace or into cycles).
-    Directories it cannot list are added to `unlistable`; the root itself raises
-    WorkspaceGone.
+    directories are not entered (they may lead out of the workspace or into cycles), not even
+    one that replaced a directory while the walk went on. Directories it cannot list are added
+    to `unlistable`; the root itself raises WorkspaceGone.
 
     With `memory`, a directory whose stamp (mtime, ctime, inode, device) is what it was at the
     last walk, settled then, under the same ignore rules, has the entries it had: they are taken
     from `memory.before` rather than listed and matched again. The files are still stat'ed by
     the scan (a content change does not touch the directory). Restoring a directory's mtime
     (`touch -d`) sets its ctime, so an entry added behind a restored mtime is found too."""
+    try:
+        beneath = RootDir(root)
+    except OSError as exc:
+        raise WorkspaceGone(root, exc) from None
+    with beneath:
+        return _walk(root, beneath, rules, unlistable, memory, is_cancelled)
+
+
+def _walk(
+    root: Path,
+    beneath: RootDir,
+    rules: IgnoreRules,
+    unlistable: list[str] | None,
+    memory: WalkMemory | None,
+    is_cancelled: Callable[[], bool],
+) -> list[str]:
     base = str(root)
     memory = memory if memory is not None else WalkMemory()
-    exclude_file = root / ".git" / "info" / "exclude"
-    excluded = read_ignore_file(exclude_file) if exclude_file.is_file() else None
+    excluded = read_ignore_file(beneath, ".git/info/exclude")
     if excluded is not None:
         rules.add_gitignore("", excluded)
     found: list[str] = []
@@ -333,7 +359,7 @@ def walk(
             unchanged = previous is not None and _unchanged(previous, stamp)
             # An unchanged directory that had no .gitignore has none now: same entries.
             had_none = previous is not None and unchanged and directory and not previous.ignore_digest
-            ignored_here = None if had_none else _ignore_lines(absolute)
+            ignored_here = None if had_none else _ignore_lines(beneath, directory)
             if ignored_here is not None:
                 rules.add_gitignore(directory, ignored_here)
             digest = _ignore_digest(ignored_here, excluded if not directory else None)
@@ -342,7 +368,7 @@ def walk(
                 memory.reused += 1
                 memory.kept.add(directory)
             else:
-                listing = _list_directory(absolute, directory, rules, stamp, digest)
+                listing = _list_directory(beneath, directory, rules, stamp, digest)
                 if is_utf8("".join((directory, *listing.files, *listing.subdirs))):  # storable as text
                     memory.listed.append(listing)
                     memory.kept.add(directory)
@@ -351,6 +377,8 @@ def walk(
                 raise WorkspaceGone(root, exc) from None
             if exc.errno in DENIED and unlistable is not None:
                 unlistable.append(directory)
+            elif isinstance(exc, (LinkRefused, OutsideRoot)):  # replaced by a symlink meanwhile
+                log.debug("not listed: %s", exc)
             else:
                 log.warning("cannot list %s: %s", absolute, exc)
             continue
@@ -361,10 +389,13 @@ def walk(
     return found
 
 
-def _ignore_lines(directory: str) -> list[str] | None:
-    """The patterns of the directory's .gitignore; None without one."""
-    gitignore = os.path.join(directory, ".gitignore")
-    return read_ignore_file(Path(gitignore)) if os.path.isfile(gitignore) else None
+def _ignore_lines(beneath: RootDir, directory: str) -> list[str] | None:
+    """The patterns of the directory's .gitignore; None without one (or with a symlink there,
+    which git does not follow either)."""
+    gitignore = f"{directory}/.gitignore" if directory else ".gitignore"
+    if not os.path.lexists(f"{beneath.path}/{gitignore}"):  # most directories: one stat
+        return None
+    return read_ignore_file(beneath, gitignore)
 
 
 def _ignore_digest(*sources: list[str] | None) -> str:
@@ -384,25 +415,40 @@ def _unchanged(previous: DirectoryListing, stamp: os.stat_result) -> bool:
     ) == (stamp.st_mtime_ns, stamp.st_ctime_ns, stamp.st_ino, stamp.st_dev)
 
 
+def _entries_beneath(beneath: RootDir, directory: str) -> list[tuple[str, bool]]:
+    """(name, whether it is a directory, not a link to one) of each entry, sorted by name,
+    listed through a descriptor reached beneath the root: a directory replaced by a symlink
+    meanwhile raises LinkRefused rather than being listed. Entries whose type cannot be found
+    (gone meanwhile) are left out."""
+    fd = beneath.open(directory, follow_links=False, directory=True)
+    try:
+        with os.scandir(fd) as iterator:
+            found: list[tuple[str, bool]] = []
+            for entry in iterator:
+                try:  # while `fd` is open: an entry's type may be looked up relative to it
+                    found.append((entry.name, entry.is_dir(follow_symlinks=False)))
+                except OSError:
+                    continue
+    finally:
+        os.close(fd)
+    found.sort()
+    return found
+
+
 def _list_directory(
-    absolute: str, directory: str, rules: IgnoreRules, stamp: os.stat_result, digest: str
+    beneath: RootDir, directory: str, rules: IgnoreRules, stamp: os.stat_result, digest: str
 ) -> DirectoryListing:
     """The files and the directories to enter in one directory, by the rules. Raises OSError
-    when it cannot be listed."""
-    with os.scandir(absolute) as iterator:
-        entries = sorted(iterator, key=lambda entry: entry.name)
+    when it cannot be listed (LinkRefused when it is a symlink now)."""
     files: list[str] = []
     subdirs: list[str] = []
-    for entry in entries:
-        relative = f"{directory}/{entry.name}" if directory else entry.name
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                if not rules.is_ignored(relative, is_dir=True) or rules.may_reinclude_below(relative):
-                    subdirs.append(entry.name)
-            elif not rules.is_ignored(relative):
-                files.append(entry.name)
-        except OSError:
-            continue
+    for name, is_dir in _entries_beneath(beneath, directory):
+        relative = f"{directory}/{name}" if directory else name
+        if is_dir:
+            if not rules.is_ignored(relative, is_dir=True) or rules.may_reinclude_below(relative):
+                subdirs.append(name)
+        elif not rules.is_ignored(relative):
+            files.append(name)
     return DirectoryListing(
         path=directory,
         mtime_ns=stamp.st_mtime_ns,
@@ -461,60 +507,33 @@ def stat_inside(root: str, relative: str, *, check_parents: bool = False) -> os.
     return info if stat_mod.S_ISREG(info.st_mode) else None
 
 
-def read_regular(path: str, limit: int = -1) -> tuple[bytes, os.stat_result] | None:
-    """Up to `limit` bytes of a regular file (all with -1) and its stat: one version of the file,
-    never a mix of two. None when `path` is no regular file (any more). Opened without blocking,
-    so a FIFO or a device put where a file was never stalls the caller. Raises OSError
-    (PermissionError, FileNotFoundError, ...) and ChangedWhileRead.
-
-    A write during the read changes the size or the modification time, except when the file
-    was already modified within the file system's timestamp tick (a few milliseconds, up to
-    two seconds on some): such a recently modified file must read the same twice in a row."""
-    previous: bytes | None = None
-    for _ in range(READ_ATTEMPTS):
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            before = os.fstat(fd)
-            if not stat_mod.S_ISREG(before.st_mode):
-                return None
-            with open(fd, "rb", closefd=False) as handle:
-                data = handle.read(limit)
-            after = os.fstat(fd)
-        finally:
-            os.close(fd)
-        complete = len(data) == after.st_size or 0 <= limit == len(data)
-        if not complete or (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
-            previous = None
-            continue
-        if after.st_mtime_ns < time.time_ns() - RACY_NS or data == previous:
-            return data, after
-        previous = data
-    raise ChangedWhileRead(errno.EAGAIN, "changed while it was read", path)
-
-
 def recently_modified(mtime_ns: int) -> bool:
     """Modified so recently that a further change may leave size and mtime as they are."""
     return mtime_ns >= time.time_ns() - RACY_NS
 
 
-def read_record(root: str, relative: str, info: os.stat_result, max_file_size: int) -> FileRecord | None:
+def read_record(
+    root: RootDir | str, relative: str, info: os.stat_result, max_file_size: int
+) -> FileRecord | None:
     """Hash and classify one file, with the size and mtime of the version read. Oversized files
     are hashed by their first megabyte and size: enough to notice change, never a reason to
-    read gigabytes. None when the file vanished or is no regular file any more; raises
+    read gigabytes. None when the file vanished, is no regular file any more, or lies outside
+    the root (a link that leads out, even one retargeted since the stat); raises
     PermissionError and ChangedWhileRead."""
     found = _read_and_record(root, relative, info.st_size, max_file_size)
     return found[0] if found is not None else None
 
 
 def _read_and_record(
-    root: str, relative: str, listed_size: int, max_file_size: int
+    root: RootDir | str, relative: str, listed_size: int, max_file_size: int
 ) -> tuple[FileRecord, bytes] | None:
     """The record of one file and the bytes it was made from (see `read_record`)."""
-    path = f"{root}/{relative}"
     try:
-        found = read_regular(path, OVERSIZED_HASH_BYTES if listed_size > max_file_size else -1)
-        if found is not None and found[1].st_size <= max_file_size < listed_size:
-            found = read_regular(path)  # it shrank since it was listed: read it all after all
+        with opened(root) as beneath:
+            limit = OVERSIZED_HASH_BYTES if listed_size > max_file_size else -1
+            found = read_regular(beneath, relative, limit)
+            if found is not None and found[1].st_size <= max_file_size < listed_size:
+                found = read_regular(beneath, relative)  # it shrank since it was listed: read it all
     except (PermissionError, ChangedWhileRead):
         raise
     except OSError as exc:
@@ -542,7 +561,7 @@ def _read_and_record(
     return record, data
 
 
-def read_outcome(root: str, relative: str, listed_size: int, max_file_size: int) -> ReadOutcome:
+def read_outcome(root: RootDir | str, relative: str, listed_size: int, max_file_size: int) -> ReadOutcome:
     """Read, hash and classify one file and, when it is to be annotated (not skipped), find
     its content words from the same bytes: one read per change serves the catalogue and the
     content index."""
@@ -562,9 +581,16 @@ def read_outcome(root: str, relative: str, listed_size: int, max_file_size: int)
 
 
 def read_outcomes(job: ReadJob) -> list[ReadOutcome]:
-    """`read_outcome` for each file of a job, in order (what a worker process runs)."""
+    """`read_outcome` for each file of a job, in order (what a worker process runs), the root
+    opened once for them all."""
     root, items, max_file_size = job
-    return [read_outcome(root, relative, size, max_file_size) for relative, size in items]
+    try:
+        beneath = RootDir(root)
+    except OSError as exc:  # the folder is gone: so is every file of the job
+        log.debug("cannot open %s: %s", root, exc)
+        return [ReadOutcome() for _ in items]
+    with beneath:
+        return [read_outcome(beneath, relative, size, max_file_size) for relative, size in items]
 
 
 def read_here(job: ReadJob) -> Future[list[ReadOutcome]]:
@@ -748,42 +774,51 @@ def scan_paths(
     candidates = [path for path in dict.fromkeys(paths) if is_utf8(path)]  # as a full scan does
     # Indexed paths passed the rules already (a rule change triggers a full rescan instead).
     ignored = git_check_ignore(root, [p for p in candidates if p not in known]) if git_mode else set()
-    for relative in candidates:
-        excluded = (
-            rules.is_ignored_after_git(relative, git_ignored=relative in ignored)
-            if git_mode
-            else rules.is_ignored(relative)
-        )
-        info = None if excluded else stat_inside(base, relative, check_parents=True)
-        previous = known.get(relative)
-        if info is None:
-            if previous is not None:
-                batch.removed.append(relative)
-            continue
-        if (
-            not reread
-            and previous is not None
-            and previous[1] == info.st_size
-            and previous[2] == info.st_mtime_ns
-        ):
-            batch.unchanged += 1
-            continue
-        outcome = read_outcome(base, relative, info.st_size, max_file_size)
-        if outcome.changing:
-            batch.settling.append((relative, ""))
-            continue
-        if outcome.denied:
-            batch.unreadable.append(relative)
-        if (record := outcome.record) is not None:
-            if recently_modified(record.mtime_ns):
-                batch.settling.append((relative, record.hash))
-            batch.changed.append(record)
-            if outcome.words is not None:
-                batch.bodies.append(outcome.words)
-            batch.added += previous is None
-        elif previous is not None:
-            batch.removed.append(relative)
+    try:
+        beneath = RootDir(base)  # one for every path: a checkout reports thousands at once
+    except OSError as exc:
+        raise WorkspaceGone(root, exc) from None
+    with beneath:
+        for relative in candidates:
+            excluded = (
+                rules.is_ignored_after_git(relative, git_ignored=relative in ignored)
+                if git_mode
+                else rules.is_ignored(relative)
+            )
+            info = None if excluded else stat_inside(base, relative, check_parents=True)
+            previous = known.get(relative)
+            if info is None:
+                if previous is not None:
+                    batch.removed.append(relative)
+            elif (
+                not reread
+                and previous is not None
+                and previous[1] == info.st_size
+                and previous[2] == info.st_mtime_ns
+            ):
+                batch.unchanged += 1
+            else:
+                outcome = read_outcome(beneath, relative, info.st_size, max_file_size)
+                _fold_rescanned(batch, relative, outcome, known=previous is not None)
     return batch
+
+
+def _fold_rescanned(batch: ScanBatch, relative: str, outcome: ReadOutcome, *, known: bool) -> None:
+    """Add what reading one re-examined file found to `batch`."""
+    if outcome.changing:
+        batch.settling.append((relative, ""))
+        return
+    if outcome.denied:
+        batch.unreadable.append(relative)
+    if (record := outcome.record) is not None:
+        if recently_modified(record.mtime_ns):
+            batch.settling.append((relative, record.hash))
+        batch.changed.append(record)
+        if outcome.words is not None:
+            batch.bodies.append(outcome.words)
+        batch.added += not known
+    elif known:
+        batch.removed.append(relative)
 
 
 def drifted(root: Path, read: Mapping[str, str], *, max_file_size: int) -> list[str]:
@@ -791,14 +826,19 @@ def drifted(root: Path, read: Mapping[str, str], *, max_file_size: int) -> list[
     more, or that cannot be read as a whole now."""
     base = str(root)
     found: list[str] = []
-    for relative, digest in read.items():
-        info = stat_inside(base, relative)
-        try:
-            record = read_record(base, relative, info, max_file_size) if info is not None else None
-        except OSError:
-            record = None
-        if record is None or record.hash != digest:
-            found.append(relative)
+    try:
+        beneath = RootDir(base)
+    except OSError:  # the folder is gone: whatever was read may not be what is there
+        return list(read)
+    with beneath:
+        for relative, digest in read.items():
+            info = stat_inside(base, relative)
+            try:
+                record = read_record(beneath, relative, info, max_file_size) if info is not None else None
+            except OSError:
+                record = None
+            if record is None or record.hash != digest:
+                found.append(relative)
     return found
 
 

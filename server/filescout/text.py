@@ -6,6 +6,7 @@ a question in plain words find code named in camelCase or snake_case.
 
 from __future__ import annotations
 
+import codecs
 import functools
 import re
 import zlib
@@ -230,10 +231,20 @@ TEXT_BYTES = 256 * 1024
 """How much of a file is read as its text: for annotators and for the content index alike."""
 
 
+UTF16_MARKS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def is_utf16(data: bytes) -> bool:
+    """UTF-16 with a byte order mark, as Windows tools write source files (not UTF-32, whose
+    little-endian mark begins the same way)."""
+    return data.startswith(UTF16_MARKS) and not data.startswith(codecs.BOM_UTF32_LE)
+
+
 def content_text(data: bytes) -> str:
     """The text annotators and the content index see of a file's bytes: its head, decoded
-    leniently."""
-    return data[:TEXT_BYTES].decode("utf-8", errors="replace")
+    leniently, as UTF-8 unless a byte order mark says UTF-16."""
+    head = data[:TEXT_BYTES]
+    return head.decode("utf-16" if is_utf16(head) else "utf-8", errors="replace")
 
 
 def pack_words(body: str) -> bytes:

@@ -195,7 +195,7 @@ async def test_malformed_answers_fall_back_to_structural(tmp_path: Path, fake: F
         assert fake.calls() == 2  # asked once more, then gave up on this file
         item = await file_item(client, "one.py")
         assert item["summary"].startswith("Python source: Parses invoices.")
-        assert item["status"] == "stale" and item["annotator"] == "structural/3"
+        assert item["status"] == "stale" and item["annotator"] == "structural/4"
         await execute(client, "filescout.reindex")
         await wait_for_indexing(client, "filescout/reindex")
         await wait_for_model(client)
@@ -241,7 +241,7 @@ async def test_a_rejected_request_is_not_sent_again_and_again(tmp_path: Path, fa
         await asyncio.sleep(0.5)
         assert fake.calls() == calls
         item = await file_item(client, "src/shop/cart.py")
-        assert item["annotator"] == "structural/3" and item["summary"]
+        assert item["annotator"] == "structural/4" and item["summary"]
     finally:
         await stop_client(client)
 
@@ -276,7 +276,7 @@ async def test_budget_stops_model_calls(tmp_path: Path, fake: FakeOpenAI) -> Non
         await asyncio.sleep(0.5)
         assert fake.calls() == calls
         page = as_dict(await client.protocol.send_request_async("files/getFiles", {}))
-        structural_only = [i for i in page["items"] if i["annotator"] == "structural/3"]
+        structural_only = [i for i in page["items"] if i["annotator"] == "structural/4"]
         assert structural_only and all(i["status"] == "stale" and i["summary"] for i in structural_only)
         assert status["queuedFiles"] == len(structural_only)
         assert status["estimatedTokensToFinish"] > 0
@@ -327,7 +327,7 @@ async def test_privacy_mode_calls_no_model(tmp_path: Path, fake: FakeOpenAI) -> 
         await asyncio.sleep(0.5)
         status = as_dict(await execute(client, "filescout.status"))
         assert status["model"]["state"] == "privacy"
-        assert status["annotator"] == "structural/3"
+        assert status["annotator"] == "structural/4"
         assert status["byStatus"].get("annotated", 0) >= 10
         assert fake.calls() == 0
     finally:

@@ -12,7 +12,6 @@ import os
 import random
 import shutil
 import stat
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from pytest_lsp import ClientServerConfig, client_capabilities
 
 from filescout_protocol.types import ErrorCode
 from index_audit import audit, regular_files
+from storage import without_file_access_override
 from support import (
     SAMPLE_FILES,
     SERVER_COMMAND,
@@ -43,18 +43,7 @@ from support import (
     wait_until,
 )
 
-DROP_FILE_ACCESS_OVERRIDE = [
-    "setpriv",
-    "--inh-caps=-dac_override,-dac_read_search",
-    "--bounding-set=-dac_override,-dac_read_search",
-    "--",
-]
-"""Root without the capabilities that let it read any file: permissions apply to it again."""
 SAMPLE_IGNORED = frozenset({"debug.log", "build/bundle.js", "node_modules/leftpad/index.js"})
-
-
-def on_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 async def close(client: TestClient) -> None:
@@ -268,35 +257,10 @@ async def wait_until_absent(client: TestClient, path: str) -> None:
 # Permissions
 
 
-def can_drop_file_access_override(probe_dir: Path) -> str | None:
-    """Why this machine cannot run a process that file permissions apply to, or None."""
-    probe = probe_dir / "probe"
-    probe.write_text("x")
-    probe.chmod(0)
-    try:
-        result = subprocess.run(
-            [*DROP_FILE_ACCESS_OVERRIDE, "cat", str(probe)], capture_output=True, timeout=30, check=False
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"setpriv cannot run: {exc}"
-    finally:
-        probe.unlink()
-    if result.returncode == 0:
-        return "a process without CAP_DAC_OVERRIDE still reads a file of mode 000 here"
-    if b"Permission denied" not in result.stderr:
-        return f"setpriv cannot drop capabilities here: {result.stderr.decode(errors='replace').strip()}"
-    return None
-
-
 @pytest.fixture
 def unprivileged(tmp_path: Path) -> Iterator[list[str]]:
     """The server's command, run so that file permissions apply to it (we run as root)."""
-    reason = can_drop_file_access_override(tmp_path)
-    if reason is not None:
-        if on_ci():
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
-    yield [*DROP_FILE_ACCESS_OVERRIDE, *SERVER_COMMAND]
+    yield without_file_access_override(SERVER_COMMAND, tmp_path)
 
 
 async def start_with(command: list[str], root: Path, cache: Path) -> TestClient:

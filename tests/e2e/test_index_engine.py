@@ -11,6 +11,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from filescout.config import default_db_path
 from support import (
     as_dict,
     execute,
@@ -445,11 +446,15 @@ async def test_sensitive_files_are_recorded_but_never_read(tmp_path: Path) -> No
         await stop_client(client)
 
 
-@pytest.mark.parametrize("damage", ["garbage", "foreign", "newer"])
-async def test_unusable_index_is_moved_aside_and_rebuilt(tmp_path: Path, damage: str) -> None:
+@pytest.mark.parametrize(
+    ("damage", "reason"), [("garbage", "damaged"), ("foreign", "foreign"), ("newer", "newer")]
+)
+async def test_unusable_index_is_moved_aside_and_rebuilt(tmp_path: Path, damage: str, reason: str) -> None:
+    """In filescout's own folder; a path the user chose is set aside only if it is an index of
+    ours (tests/unit/test_index_placement.py)."""
     root = make_workspace(tmp_path / "ws", git=False)
-    db = tmp_path / "index" / "index.sqlite3"
-    db.parent.mkdir()
+    db = default_db_path(root.resolve(), {"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    db.parent.mkdir(parents=True)
     if damage == "garbage":
         db.write_bytes(b"this is not a database" * 100)
     else:
@@ -462,13 +467,14 @@ async def test_unusable_index_is_moved_aside_and_rebuilt(tmp_path: Path, damage:
             connection.execute("INSERT INTO schema_version VALUES (99)")
         connection.commit()
         connection.close()
-    client = await start_client(root, tmp_path / "cache", init_options={"dbPath": str(db)})
+    client = await start_client(root, tmp_path / "cache")
     try:
         await wait_for_indexing(client)
         status = as_dict(await execute(client, "filescout.status"))
-        assert status["byStatus"]["annotated"] == 10
-        assert [p.name for p in db.parent.glob("index.sqlite3.unusable-*")]
-        assert any("unusable" in m.message and "rebuilt" in m.message for m in client.messages)
+        assert status["byStatus"]["annotated"] == 10 and status["dbPath"] == str(db)
+        aside = db.with_name(f"index.sqlite3.{reason}")
+        assert aside.exists()
+        assert any("unusable" in m.message and str(aside) in m.message for m in client.messages)
     finally:
         await stop_client(client)
 

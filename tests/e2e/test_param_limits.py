@@ -150,3 +150,30 @@ async def test_nul_in_root_uri_is_a_clear_startup_error(tmp_path: Path) -> None:
     finally:
         await client.shutdown_session()
         await client.stop()
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "field"),
+    [
+        ("files/getFiles", {"globs": ["*.py"] * 101}, "globs"),
+        ("files/findRelevant", {"query": "cart", "scope": {"globs": ["*.py"] * 101}}, "scope.globs"),
+        ("files/getFiles", {"globs": ["*.py", "[z-a]"]}, "globs[1]"),
+        ("files/getFiles", {"globs": ["*.py", "src/[[:nope:]]"]}, "globs[1]"),
+        ("files/findRelevant", {"query": "cart", "scope": {"globs": ["[z-a]"]}}, "scope.globs[0]"),
+    ],
+)
+async def test_too_many_globs_or_one_that_is_no_pattern_is_invalid_params(
+    client, method: str, params: dict, field: str
+) -> None:
+    with pytest.raises(JsonRpcException) as caught:
+        await client.protocol.send_request_async(method, params)
+    assert caught.value.code == -32602
+    assert field in caught.value.message
+    assert "Traceback" not in caught.value.message
+    assert len((await get_files(client, {"limit": 1}))["items"]) == 1
+
+
+async def test_as_many_globs_as_allowed_are_served(client) -> None:
+    globs = [f"nowhere/{index}/*.py" for index in range(99)] + ["src/shop/*.py"]
+    page = await get_files(client, {"globs": globs})
+    assert [item["path"] for item in page["items"]] == ["src/shop/__init__.py", "src/shop/cart.py"]

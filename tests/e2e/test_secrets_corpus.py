@@ -1,7 +1,8 @@
 """The planted-secret corpus (tests/secrets_corpus.py: every kind of secret in a file written the
 way real repositories hold it) through the whole pipeline: no fragment of any secret reaches any
-request the model server receives, while the files are still sent, annotated and judged, and
-ordinary code and prose arrive intact."""
+request the model server receives, nor any answer the client receives (though the model writes
+secrets back), while the files are still sent, annotated and judged, and ordinary code and prose
+arrive intact."""
 
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ async def test_no_planted_secret_reaches_the_model(tmp_path: Path, fake: FakeOpe
     outcome = await secrets_corpus.run(tmp_path, fake)
 
     assert outcome.leaked == [], outcome.leaked
+    # what the client received: summaries (the model's too, which quote secrets), tags, reasons
+    # and the prompt-ready blocks of findRelevant and getFiles
+    assert outcome.shown_leaked == [], outcome.shown_leaked
 
     every = set(secrets_corpus.files())
     sensitive = secrets_corpus.sensitive_files()

@@ -5,6 +5,7 @@ each driving the engine in process with the real openai client."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import subprocess
 import sys
@@ -14,13 +15,20 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from fake_openai import FakeOpenAI
 from filescout.engine import Hooks, Workspace
 from filescout.records import Annotation
 from filescout.shared_cache import TABLE, SharedCache
-from filescout_protocol.types import FindRelevantParams, GetFilesParams, RelevanceOptions, SharedCacheSettings
+from filescout_protocol.types import (
+    FindRelevantParams,
+    GetFilesParams,
+    PromptOptions,
+    RelevanceOptions,
+    SharedCacheSettings,
+)
 from postgres import PostgresDatabase
 from support import SAMPLE_FILES, make_large_workspace, make_workspace, run_git
 
@@ -300,3 +308,36 @@ async def test_an_idle_connection_the_server_dropped_is_replaced(pg_database) ->
         assert set(found) == {"a" * 32, "b" * 32} and cache.status().state == "ready"
     finally:
         await cache.close()
+
+
+async def test_a_secret_in_a_shared_entry_is_never_shown(
+    tmp_path: Path, fake: FakeOpenAI, pg_database
+) -> None:
+    token = "xoxb-2048-4096-Kq8Zr2Lm9Xw3Tq7Yb"
+    first = shop_repository(tmp_path / "one")
+    async with machine(first, tmp_path / "c1", settings(fake, pg_database.url)):
+        pass
+    with pg_database.connect() as connection:
+        connection.execute(
+            f"UPDATE {TABLE} SET summary = %s, tags = %s WHERE summary = %s",
+            (
+                f'Shopping cart. It sets token = "{token}".',
+                json.dumps(["cart", f"slack={token}"]),
+                "Model summary of src/shop/cart.py.",
+            ),
+        )
+    second = clone(first, tmp_path / "two")
+    async with machine(second, tmp_path / "c2", settings(fake, pg_database.url)) as two:
+        page = await two.files_page(
+            GetFilesParams(paths=["src/shop/cart.py"], prompt=PromptOptions(tokens=2000))
+        )
+        found = await two.find_relevant(
+            FindRelevantParams(
+                query="shopping cart totals",
+                options=RelevanceOptions(use_model=False),
+                prompt=PromptOptions(tokens=4000),
+            )
+        )
+    shown = msgspec.json.encode([page, found]).decode()
+    assert "Shopping cart. It sets token = " in shown  # the cache's entry is what the file shows
+    assert "Kq8Zr2Lm9Xw3" not in shown and token.lower()[8:20] not in shown

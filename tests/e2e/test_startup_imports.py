@@ -18,7 +18,7 @@ TIMEOUT = 60.0
 NEVER_AT_STARTUP = (
     "openai",  # the model client: only once a model is configured
     "mcp",  # the MCP SDK: only `filescout mcp`
-    "detect_secrets",  # redaction: only for what goes to a model
+    "detect_secrets",  # redaction's rules: only for a text its screen holds back
     "psycopg",  # the team's shared cache: only when one is configured
     "filescout.mcp",
     "filescout.relevance.find",  # the relevance stages: at the first question

@@ -1,9 +1,12 @@
 """End to end, awkward storage: file names that are not UTF-8, an index on a read-only file
-system, an index on a full disk. The CLI and the server say what is wrong, in words that name
-the path, and answer with what the index holds; none of them ends with a traceback."""
+system, an index on a full disk, an index folder or file the server may not write, an index
+path that is not filescout's, a write-ahead log deleted under a running server. The CLI and the
+server say what is wrong, in words that name the path, and answer with what the index holds;
+none of them ends with a traceback, and none moves or writes a file of the workspace."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -12,15 +15,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pygls.exceptions import JsonRpcException
 
+from filescout_protocol.types import ErrorCode
 from mounts import Mounts, fill_workspace, mounts_under
+from storage import tree_digest, without_file_access_override
 from support import (
     SAMPLE_BINARY,
     SAMPLE_FILES,
+    SERVER_COMMAND,
+    TestClient,
     as_dict,
     execute,
+    file_item,
     get_files_streamed,
     make_workspace,
+    query_db,
     start_client,
     stop_client,
     wait_for_indexing,
@@ -118,3 +128,169 @@ def test_cli_says_which_disk_is_full(tmp_path: Path, mounts: Mounts) -> None:
     listed = cli(env, "files", str(root), "--no-refresh")
     assert listed.returncode == 0, listed.stderr
     assert len(listed.stdout.splitlines()) == len(SAMPLE_FILES)
+
+
+# -- where the index may be, and what its storage allows ------------------------------------
+
+
+async def listed_paths(client: TestClient) -> set[str]:
+    page = as_dict(await client.protocol.send_request_async("files/getFiles", {"limit": 1000}))
+    return {item["path"] for item in page["items"]}
+
+
+async def db_path_of(client: TestClient) -> Path:
+    return Path(as_dict(await execute(client, "filescout.status"))["dbPath"])
+
+
+def shown(client: TestClient) -> list[str]:
+    return [message.message for message in client.messages]
+
+
+async def kill(client: TestClient) -> None:
+    server = client._server
+    assert server is not None
+    server.kill()
+    await server.wait()
+    await client.stop()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [("filescout.toml", "."), ("filescout.toml", ".git/index"), ("editor", "."), ("editor", ".git/index")],
+)
+async def test_an_index_path_into_the_workspace_moves_and_writes_nothing(
+    tmp_path: Path, source: str, target: str
+) -> None:
+    root = make_workspace(tmp_path / "ws", git=True)
+    options = None
+    if source == "filescout.toml":
+        (root / "filescout.toml").write_text(f'db_path = "{target}"\n')
+    else:
+        options = {"dbPath": target}
+    (tmp_path / "cache").mkdir()
+    before, around = tree_digest(root), sorted(tmp_path.iterdir())
+    client = await start_client(root, tmp_path / "cache", init_options=options)
+    try:
+        await wait_for_indexing(client)
+        assert set(SAMPLE_FILES) <= await listed_paths(client)
+        assert (await db_path_of(client)).is_relative_to(tmp_path / "cache")
+        said = "db_path ignored" if source == "filescout.toml" else "left untouched"
+        assert len([message for message in shown(client) if said in message]) == 1, shown(client)
+    finally:
+        await stop_client(client)
+    assert tree_digest(root) == before
+    assert sorted(tmp_path.iterdir()) == around
+
+
+async def index_then_stop(root: Path, cache: Path) -> Path:
+    client = await start_client(root, cache)
+    try:
+        await wait_for_indexing(client)
+        return await db_path_of(client)
+    finally:
+        await stop_client(client)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("locked", ["folder", "file"])
+async def test_an_index_it_may_not_write_is_served_as_it_is(tmp_path: Path, locked: str) -> None:
+    """The cache folder at 0500 with the lock file left from the last run, or the index file at
+    0400, for a server that file permissions apply to."""
+    command = without_file_access_override(SERVER_COMMAND, tmp_path)
+    root = make_workspace(tmp_path / "ws", git=False)
+    db = await index_then_stop(root, tmp_path / "cache")
+    assert db.with_name("index.sqlite3.lock").exists()
+    locked_path = db.parent if locked == "folder" else db
+    locked_path.chmod(0o500 if locked == "folder" else 0o400)
+    try:
+        client = await start_client(root, tmp_path / "cache", command=command)
+        try:
+            assert await listed_paths(client) == set(SAMPLE_FILES)
+            status = as_dict(await execute(client, "filescout.status"))
+            assert status["role"] == "reader" and status["writerPid"] is None
+            said = [m for m in shown(client) if f"the index at {db} cannot be written" in m]
+            assert len(said) == 1 and "permission denied" in said[0], shown(client)
+            with pytest.raises(JsonRpcException) as refused:
+                await execute(client, "filescout.reindex")
+            assert refused.value.code == ErrorCode.READ_ONLY and "cannot be written" in str(refused.value)
+        finally:
+            await stop_client(client)
+    finally:
+        locked_path.chmod(0o700 if locked == "folder" else 0o600)
+
+
+@pytest.mark.asyncio
+async def test_a_deleted_log_keeps_no_other_process_out_and_loses_nothing(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws", git=False)
+    cache, env = tmp_path / "cache", {"FILESCOUT_TAKEOVER_INTERVAL": "0.2"}
+    writer = await start_client(root, cache, env=env)
+    await wait_for_indexing(writer)
+    db = await db_path_of(writer)
+    Path(f"{db}-wal").unlink()
+
+    reader = await start_client(root, cache, env=env)
+    try:
+        assert await listed_paths(reader) == set(SAMPLE_FILES)
+        assert as_dict(await execute(reader, "filescout.status"))["role"] == "reader"
+        (root / "src" / "shop" / "orders.py").write_text('"""Orders: placing and cancelling them."""\n')
+        await execute(writer, "filescout.reindex")
+        for _ in range(500):  # what the writer writes now, the reader sees
+            if await file_item(reader, "src/shop/orders.py") is not None:
+                break
+            await asyncio.sleep(0.02)
+        assert await file_item(reader, "src/shop/orders.py") is not None
+    finally:
+        await stop_client(reader)
+    await kill(writer)
+    paths = {row[0] for row in query_db(db, "SELECT path FROM files")}
+    assert paths >= {*SAMPLE_FILES, "src/shop/orders.py"}
+
+
+@pytest.mark.asyncio
+async def test_an_index_whose_log_was_deleted_before_a_kill_is_rebuilt_and_said(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws", git=False)
+    cache = tmp_path / "cache"
+    first = await start_client(root, cache, env={"FILESCOUT_TAKEOVER_INTERVAL": "600"})
+    await wait_for_indexing(first)
+    db = await db_path_of(first)
+    Path(f"{db}-wal").unlink()
+    await kill(first)  # before it could notice: what its log held is gone
+
+    second = await start_client(root, cache)
+    try:
+        await wait_for_indexing(second)
+        lost = [m for m in shown(second) if "write-ahead log" in m and str(db) in m]
+        assert len(lost) == 1 and "rebuilt" in lost[0], shown(second)
+        assert await listed_paths(second) == set(SAMPLE_FILES)
+    finally:
+        await stop_client(second)
+
+
+@pytest.mark.asyncio
+async def test_a_reader_that_may_not_write_the_index_does_not_take_it_over(tmp_path: Path) -> None:
+    command = without_file_access_override(SERVER_COMMAND, tmp_path)
+    root = make_workspace(tmp_path / "ws", git=False)
+    cache, env = tmp_path / "cache", {"FILESCOUT_TAKEOVER_INTERVAL": "0.2"}
+    writer = await start_client(root, cache, env=env)
+    await wait_for_indexing(writer)
+    db = await db_path_of(writer)
+    reader = await start_client(root, cache, env=env, command=command)
+    try:
+        db.chmod(0o400)  # from now on, only the writer's privileges can write it
+        await stop_client(writer)
+        said = f"the index at {db} cannot be written (permission denied)"
+        for _ in range(500):
+            if any(said in message for message in shown(reader)):
+                break
+            await asyncio.sleep(0.02)
+        assert len([m for m in shown(reader) if said in m]) == 1, shown(reader)
+        status = as_dict(await execute(reader, "filescout.status"))
+        assert status["role"] == "reader" and status["writerPid"] is None
+        assert await listed_paths(reader) == set(SAMPLE_FILES)
+        with pytest.raises(JsonRpcException) as refused:
+            await execute(reader, "filescout.reindex")
+        assert refused.value.code == ErrorCode.READ_ONLY
+    finally:
+        await stop_client(reader)
+        db.chmod(0o600)

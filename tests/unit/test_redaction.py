@@ -1,16 +1,38 @@
-"""Redaction of what reaches a model: a planted corpus of secrets in the forms they take in real
-files, each of which must go, and the everyday look-alikes that must stay readable."""
+"""Redaction of what reaches a model or a client: a planted corpus of secrets in the forms they
+take in real files, each of which must go, the everyday look-alikes that must stay readable, and
+the screen that lets `redact` return most texts as they are."""
 
 from __future__ import annotations
+
+import importlib.metadata
+import random
+import re
+import string
+from pathlib import Path
 
 import pytest
 
 import secrets_corpus
 from filescout.annotate.llm import ModelInput, render_file
 from filescout.annotate.llm import shown_path as shown_in_annotation_prompt
+from filescout.annotate.structural import annotate_structure
 from filescout.model import CHARS_PER_TOKEN
-from filescout.records import Annotation
-from filescout.redact import PLACEHOLDER, entropy, looks_random, redact, redact_head
+from filescout.records import Annotation, FileToAnnotate
+from filescout.redact import (
+    BASE64_ALPHABET,
+    CASE_FOLDS,
+    HEX_ALPHABET,
+    NAME_PARTS,
+    OUR_NAMES,
+    PLACEHOLDER,
+    SCREENED_DETECT_SECRETS,
+    apply_rules,
+    entropy,
+    looks_random,
+    might_hold_secret,
+    redact,
+    redact_head,
+)
 from filescout.relevance.judge import shown_paths
 
 # (what kind, text, the secret that must not survive)
@@ -217,40 +239,43 @@ def test_names_and_structure_stay_readable() -> None:
     assert redact("postgres://app:s3cr3tPa55@db/app") == f"postgres://app:{PLACEHOLDER}@db/app"
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "token = settings.token",
-        'headers = {"Authorization": f"Bearer {self.token}"}',
-        "Authorization: Bearer $GITHUB_TOKEN",
-        "Use bearer authentication for the internal API.",
-        "auth: oauth2",
-        'api_version = "v1"',
-        'session_cookie_name = "sessionid"',
-        'SECRET_KEY = os.environ["SECRET_KEY"]',
-        'api_key: "${API_KEY}"',
-        'password_reset_url = "{{ base }}/reset"',
-        'cache_key = "user-profile"',
-        "def authenticate(token: str) -> bool:",
-        "primary_key = True",
-        'region = "eu-west-1"',
-        'DEFAULT_NAMESPACE = "6ba7b810-9dad-11d1-80b4-00c04fd430c8"',
-        "docker run -u 1000:1000 shop:latest",
-        "sort -u names.txt > unique.txt",
-        "Listening on 127.0.0.1:8080 since 2026-11-23T10:30:00Z",
-        'echo "$1$2" | cut -d: -f1',
-        "The password reset flow is documented below.",
-        "  password hashing\n",
-        "A key-value store keeps the sessions.",
-        "https://cdn.example.com/a.png?sig=v2",
-        "host:port:database:username:password",
-        'import "src/components/checkout/ShoppingCartItemList.tsx"',
-        'factory = load("AbstractSingletonProxyFactoryBean2")',
-        "description: OrderFulfilmentServiceForWarehouseRegionEU3",
-        "  - ShoppingCartItemListPresenterV2\n",
-        'color = "#1f6feb"',
-    ],
-)
+LOOK_ALIKES = [
+    "token = settings.token",
+    'headers = {"Authorization": f"Bearer {self.token}"}',
+    "Authorization: Bearer $GITHUB_TOKEN",
+    "Use bearer authentication for the internal API.",
+    "auth: oauth2",
+    'api_version = "v1"',
+    'session_cookie_name = "sessionid"',
+    'SECRET_KEY = os.environ["SECRET_KEY"]',
+    'api_key: "${API_KEY}"',
+    'password_reset_url = "{{ base }}/reset"',
+    'cache_key = "user-profile"',
+    "def authenticate(token: str) -> bool:",
+    "primary_key = True",
+    'region = "eu-west-1"',
+    'DEFAULT_NAMESPACE = "6ba7b810-9dad-11d1-80b4-00c04fd430c8"',
+    "docker run -u 1000:1000 shop:latest",
+    "sort -u names.txt > unique.txt",
+    "Listening on 127.0.0.1:8080 since 2026-11-23T10:30:00Z",
+    'echo "$1$2" | cut -d: -f1',
+    "The password reset flow is documented below.",
+    "  password hashing\n",
+    "A key-value store keeps the sessions.",
+    "https://cdn.example.com/a.png?sig=v2",
+    "host:port:database:username:password",
+    'import "src/components/checkout/ShoppingCartItemList.tsx"',
+    'factory = load("AbstractSingletonProxyFactoryBean2")',
+    "description: OrderFulfilmentServiceForWarehouseRegionEU3",
+    "  - ShoppingCartItemListPresenterV2\n",
+    'color = "#1f6feb"',
+    # what the structural annotator writes about JSON, YAML and TOML files: keys, not values
+    "JSON configuration. Keys: compilerOptions, include.",
+    "YAML configuration. Keys: apiVersion, kind, metadata, spec.",
+]
+
+
+@pytest.mark.parametrize("text", LOOK_ALIKES)
 def test_look_alikes_stay(text: str) -> None:
     assert redact(text) == text
 
@@ -296,3 +321,189 @@ def test_a_secret_in_a_path_is_redacted_and_distinct() -> None:
         f"keys/{PLACEHOLDER}.py#2",
         "src/app.py",
     ]
+
+
+# (what kind, text, the secret that must not survive): password hashes, which crack offline
+SALT, DIGEST = (
+    "Zr9Kq2Lx7Mp4Vh1u",
+    "H8dC4b0tW2x9Q7m5Lk3Jp6Rn8sTa1Yz4Xc7Vb0Nm2Qw5Er8Ty1Ui4Op7As0Df3Gh6Jk9Lz2Xc5Vb8Nm1Q",
+)
+PASSWORD_HASHES = [
+    ("md5-crypt in a shadow file", f"root:$1${SALT[:8]}${DIGEST[:22]}:19000:0:99999:7:::", DIGEST[:22]),
+    ("bcrypt $2a$", f"'$2a$10${SALT}{DIGEST[:37]}'", DIGEST[:37]),
+    ("bcrypt $2y$ in php", f"$hash = '$2y$12${SALT}{DIGEST[:37]}';", DIGEST[:37]),
+    ("sha256-crypt with rounds", f"u:$5$rounds=80000${SALT}${DIGEST[:43]}:19000::::::", DIGEST[:43]),
+    ("sha512-crypt", f"root:$6${SALT}${DIGEST}:19000:0:99999:7:::", DIGEST),
+    ("locked sha512-crypt", f"bob:!$6${SALT}${DIGEST}:19000:0:99999:7:::", DIGEST),
+    ("yescrypt", f"alice:$y$j9T${SALT}${DIGEST[:43]}:19000:0:99999:7:::", DIGEST[:43]),
+    ("gost-yescrypt", f"alice:$gy$j9T${SALT}${DIGEST[:43]}:19000:0:99999:7:::", DIGEST[:43]),
+    ("scrypt $7$", f"$7$CU..../....{SALT}${DIGEST[:43]}", DIGEST[:43]),
+    ("argon2id", f'"$argon2id$v=19$m=65536,t=3,p=4${SALT}${DIGEST[:43]}"', DIGEST[:43]),
+    ("argon2i", f"password_hash: $argon2i$v=19$m=4096,t=3,p=1${SALT}${DIGEST[:43]}", DIGEST[:43]),
+    ("passlib scrypt", f"$scrypt$ln=16,r=8,p=1${SALT}${DIGEST[:43]}", DIGEST[:43]),
+    ("passlib pbkdf2", f"$pbkdf2-sha256$29000${SALT}${DIGEST[:43]}", DIGEST[:43]),
+    ("sun md5-crypt", f"$md5,rounds=5000${SALT[:8]}$${DIGEST[:22]}", DIGEST[:22]),
+    ("phpass (WordPress)", f"('admin', '$P$B{DIGEST[:30]}')", DIGEST[:30]),
+    ("drupal 7", f"$S$D{DIGEST[:51]}", DIGEST[:51]),
+    ("django pbkdf2", f'"password": "pbkdf2_sha256$600000${SALT}${DIGEST[:43]}="', DIGEST[:43]),
+    ("django argon2", f"argon2$argon2id$v=19$m=102400,t=2,p=8${SALT}${DIGEST[:22]}", DIGEST[:22]),
+    ("django bcrypt", f"bcrypt_sha256$$2b$12${SALT}{DIGEST[:37]}", DIGEST[:37]),
+    ("des-crypt in a shadow file", "daemon:Zr9Kq2Lx7Mp4V:19000:0:99999:7:::", "Zr9Kq2Lx7Mp4V"),
+    ("des-crypt in a passwd file", "root:Zr9Kq2Lx7Mp4V:0:0:root:/root:/bin/bash", "Zr9Kq2Lx7Mp4V"),
+    ("ldap ssha", f"userPassword: {{SSHA}}{DIGEST[:32]}==", DIGEST[:32]),
+    ("htpasswd sha", f"admin:{{SHA}}{DIGEST[:27]}=", DIGEST[:27]),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "secret"), PASSWORD_HASHES, ids=[kind for kind, _, _ in PASSWORD_HASHES]
+)
+def test_password_hashes_are_redacted(kind: str, text: str, secret: str) -> None:
+    cleaned = redact(text)
+    assert secret not in cleaned and secret[:8] not in cleaned, cleaned
+    assert PLACEHOLDER in cleaned
+
+
+HASH_LOOK_ALIKES = [
+    "daemon:*:19000:0:99999:7:::",
+    "nobody:!:19000::::::",
+    "www-data:x:33:33:www-data:/var/www:/usr/sbin/nologin",
+    "Prices start at $5 a seat, $2 for students.",
+    "cp ${HOME}/bin/tool $PREFIX/bin/",
+    "{Build} {Test} {Deploy}",
+    "10:30:00 up 3 days, 2 users, load average: 0.41, 0.23, 0.10",
+]
+
+
+@pytest.mark.parametrize("text", HASH_LOOK_ALIKES)
+def test_what_only_looks_like_a_password_file_stays(text: str) -> None:
+    assert redact(text) == text
+
+
+SLACK = "xoxb-2048-4096-Kq8Zr2Lm9Xw3Tq7Yb"
+AWS_SECRET = "wJalrXUtnFEMIK7MDENGbPxRfiCYzEXAMPLEKEY"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (f"Text document: {SLACK}.", SLACK),
+        (f"text configuration: export AWS_SECRET_ACCESS_KEY={AWS_SECRET}.", AWS_SECRET),
+        (f'defines `SLACK` (SLACK = "{SLACK}"), which matches slack', SLACK),
+        (f"bak file: root:$6${SALT}${DIGEST}:19000:0:99999:7:::.", DIGEST),
+        (f"{SLACK.lower()}", SLACK.lower()),  # lower-cased into a tag
+        (f"password=$p$b{DIGEST[:30].lower()}"[:40], DIGEST[:20].lower()),  # a phpass hash, as a tag
+        ("{ssha}" + DIGEST[:32].lower() + "==", DIGEST[:20].lower()),
+    ],
+)
+def test_what_a_client_is_shown_about_a_file_is_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text)
+
+
+# -- the screen: `redact` returns a text unchanged when nothing in it could be a secret ---------
+
+
+def fold_variants(text: str) -> list[str]:
+    """The text with letters swapped for the characters a case-insensitive rule takes for them."""
+    return [
+        text.replace(a, b)
+        for a, b in (("s", "\u017f"), ("k", "\u212a"), ("i", "\u0131"), ("I", "\u0130"))
+        if a in text
+    ]
+
+
+def screened_texts() -> list[str]:
+    """Texts that need redaction and texts that do not, in the forms a client is shown them."""
+    texts = [text for _, text, _ in PLANTED] + LOOK_ALIKES + HASH_LOOK_ALIKES
+    texts += [text for _, text, _ in PASSWORD_HASHES]
+    texts += list(secrets_corpus.ORDINARY.values())
+    for entry in secrets_corpus.CORPUS:
+        for text in entry.files.values():
+            texts += [text, *text.splitlines()]
+    shown = []
+    for text in texts:
+        shown += [text, f"Text document: {text[:300]}.", text.lower(), text.upper()]
+        shown += [text[: len(text) // 2], text[len(text) // 2 :], *fold_variants(text)]
+    return shown
+
+
+def random_texts(count: int, seed: int = 25) -> list[str]:
+    """Pieces of secrets, names and separators thrown together: shapes no corpus thought of."""
+    rng = random.Random(seed)
+    pieces = [
+        *"=:'\"` -_./$@{}[]\n\t,;?&",
+        "password", "passwd", "Password ", "token", "Bearer ", "basic ", "digest ", "aws_", "secret",
+        "api_key", "key-", "sig=", " -u ", "--user ", "login ", "machine ", "://", "@", "==", "=>",
+        "sk-", "sk_live_", "xoxb-", "XOXP-", "AKIA", "AIza", "ya29.", "eyJ", "ghp_", "github_pat_",
+        "glpat-", "npm_", "NPM_TOKEN", "_authToken", "hf_", "SG.", "hvs.", "dop_v1_", "shpat_",
+        "-----BEGIN ", "BEGIN RSA PRIVATE KEY", "PuTTY-User-Key-File-2:", "sq0csp-", "AC", "SK",
+        "$2b$12$", "$6$", "$y$", "$argon2id$", "pbkdf2_sha256$", "{SSHA}", "root:", ":0:0:",
+        ":19000:0:", ":5432:", ":AA", "-us7", "cloudant", "ibm_", "softlayer", "\u017f", "\u212a", "\u0131", "\u0130",
+    ]  # fmt: skip
+    alphabets = (string.ascii_letters + string.digits, string.hexdigits, string.ascii_lowercase, "+/=_-.")
+    texts = []
+    for _ in range(count):
+        parts = []
+        for _ in range(rng.randint(2, 9)):
+            if rng.random() < 0.5:
+                parts.append(rng.choice(pieces))
+            else:
+                alphabet = rng.choice(alphabets)
+                parts.append(
+                    "".join(rng.choice(alphabet) for _ in range(rng.choice((4, 9, 12, 17, 24, 41, 90))))
+                )
+        texts.append("".join(parts))
+    return texts
+
+
+def own_sources() -> list[str]:
+    root = Path(__file__).resolve().parents[2]
+    lines = []
+    for path in sorted((root / "server" / "filescout").rglob("*.py")):
+        lines += path.read_text(encoding="utf-8").splitlines()
+    return lines
+
+
+@pytest.mark.parametrize("source", ["planted", "random", "own sources"])
+def test_the_screen_lets_through_only_what_no_rule_would_change(source: str) -> None:
+    texts = {"planted": screened_texts, "random": lambda: random_texts(20_000), "own sources": own_sources}[
+        source
+    ]()
+    changed = 0
+    for text in texts:
+        cleaned = apply_rules(text)
+        changed += cleaned != text
+        if not might_hold_secret(text):
+            assert cleaned == text, (text, cleaned)
+        assert redact(text) == cleaned
+    if source != "own sources":
+        assert changed > len(texts) // 10  # the check has secrets to miss
+
+
+def test_ordinary_summaries_pass_the_screen() -> None:
+    root = Path(__file__).resolve().parents[2]
+    sources = sorted((root / "server" / "filescout").rglob("*.py"))
+    summaries = []
+    for path in sources:
+        item = FileToAnnotate(str(path.relative_to(root)), "h", "python", "source", path.read_text())
+        annotation = annotate_structure(item, with_words=False)
+        summaries += [annotation.summary, "\n".join(annotation.tags)]
+    flagged = [text for text in summaries if might_hold_secret(text)]
+    assert len(flagged) <= len(summaries) // 20, flagged
+
+
+def test_the_screen_knows_the_rules_it_screens_for() -> None:
+    """The screen was derived from detect-secrets' detectors of one version: with another, every
+    text gets every rule until the screen is checked against the new detectors."""
+    from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString, HexHighEntropyString
+    from detect_secrets.plugins.keyword import DENYLIST
+
+    assert importlib.metadata.version("bc-detect-secrets") == SCREENED_DETECT_SECRETS
+    assert set(HEX_ALPHABET) == set(HexHighEntropyString().charset)
+    assert set(BASE64_ALPHABET) == set(Base64HighEntropyString().charset)
+    assert (HexHighEntropyString().entropy_limit, Base64HighEntropyString().entropy_limit) == (3.0, 4.5)
+    bare = re.compile(r"\[[^\]]*\]\??|\\[bw.\-]|[().*?|]")
+    for name in (*OUR_NAMES.split("|"), *DENYLIST):
+        assert NAME_PARTS.search(bare.sub("", name).lower()), name  # every name holds a part
+    folded = {chr(c) for c in range(128, 0x110000) if re.fullmatch("[a-z]", chr(c), re.IGNORECASE)}
+    assert folded == set(CASE_FOLDS)

@@ -116,6 +116,8 @@ export interface GetFilesPage {
  */
 export interface GetFilesParams {
   /**
+   * @maxItems 100
+   *
    * Items: gitignore-style pattern relative to the workspace root (`*.py` matches at any depth, `src/** /*.ts` is anchored, a leading `!` excludes).
    */
   globs?: string[];
@@ -350,6 +352,8 @@ export interface RelevantItem {
  */
 export interface Scope {
   /**
+   * @maxItems 100
+   *
    * Items: gitignore-style pattern relative to the workspace root (`*.py` matches at any depth, `src/** /*.ts` is anchored, a leading `!` excludes).
    */
   globs?: string[];
@@ -377,11 +381,15 @@ export interface Settings {
   /**
    * Extra gitignore-style patterns to leave out of the index.
    *
+   * @maxItems 1000
+   *
    * Items: gitignore-style pattern relative to the workspace root (`*.py` matches at any depth, `src/** /*.ts` is anchored, a leading `!` excludes).
    */
   exclude?: string[];
   /**
    * Patterns to index even when .gitignore, the built-in defaults or `exclude` leave them out.
+   *
+   * @maxItems 1000
    *
    * Items: gitignore-style pattern relative to the workspace root (`*.py` matches at any depth, `src/** /*.ts` is anchored, a leading `!` excludes).
    */

@@ -12,9 +12,10 @@ from pathlib import Path
 import msgspec
 
 from filescout.annotate.structural import annotate_safely
+from filescout.beneath import RootDir, opened, read_regular
 from filescout.packing import prepare
 from filescout.records import Annotation, FileToAnnotate, IndexWords, PendingFile
-from filescout.scan import content_hash, read_regular
+from filescout.scan import content_hash
 from filescout.text import content_text, join_words
 
 
@@ -35,11 +36,13 @@ class AnnotatedBatch:
     """Paths whose content is not what the index knows any more (or that vanished)."""
 
 
-def read_text(root: Path | str, pending: PendingFile) -> FileToAnnotate | None:
+def read_text(root: RootDir | Path | str, pending: PendingFile) -> FileToAnnotate | None:
     """The file's text if it still has the content the index knows; None if it changed,
-    vanished or is no regular file any more (a FIFO there is never waited on)."""
+    vanished, is no regular file any more (a FIFO there is never waited on) or leads outside
+    the root (a link retargeted since the scan)."""
     try:
-        found = read_regular(f"{root}/{pending.path}")
+        with opened(root) as beneath:
+            found = read_regular(beneath, pending.path)
     except OSError:
         return None
     if found is None or content_hash(found[0]) != pending.hash:
@@ -56,14 +59,20 @@ def read_text(root: Path | str, pending: PendingFile) -> FileToAnnotate | None:
 def annotate_batch(job: AnnotationJob) -> AnnotatedBatch:
     done = AnnotatedBatch()
     with_words = set(job.with_words)
-    for pending in job.files:
-        item = read_text(job.root, pending)
-        if item is None:
-            done.changed.append(pending.path)
-            continue
-        annotation = annotate_safely(item, with_words=item.hash in with_words)
-        if annotation is not None:
-            done.annotations.append((item.hash, with_index_words(annotation)))
+    try:
+        beneath = RootDir(job.root)  # once for the batch
+    except OSError:  # the folder is gone: none of its files has the content the index knows
+        done.changed.extend(pending.path for pending in job.files)
+        return done
+    with beneath:
+        for pending in job.files:
+            item = read_text(beneath, pending)
+            if item is None:
+                done.changed.append(pending.path)
+                continue
+            annotation = annotate_safely(item, with_words=item.hash in with_words)
+            if annotation is not None:
+                done.annotations.append((item.hash, with_index_words(annotation)))
     return done
 
 

@@ -21,7 +21,10 @@ from filescout.text import CAMEL_PART, STOPWORDS, body_words
 
 log = logging.getLogger(__name__)
 
-ANNOTATOR_ID = "structural/3"
+ANNOTATOR_ID = "structural/4"
+"""4: summaries and tags are redacted as they are written (`annotate_safely`), so the faces show
+them without a second look (`engine/shown.py`). A change to the redaction rules takes a new id:
+what this one wrote was redacted by today's rules (tests/unit/test_answers_redacted.py checks)."""
 
 LANGUAGE_LABELS = {
     "python": "Python",
@@ -304,14 +307,27 @@ class StructuralAnnotator:
 
 def annotate_safely(item: FileToAnnotate, *, with_words: bool = True) -> Annotation | None:
     """One odd file (a parser bug, JSON nested too deep to decode) must not stop the backlog:
-    it gets the line-based annotation instead, or none."""
+    it gets the line-based annotation instead, or none. What it says is redacted: a summary
+    quotes the file (a text file's first line, a constant), and it is shown to clients."""
     try:
-        return annotate_structure(item, with_words=with_words)
+        return redacted(annotate_structure(item, with_words=with_words))
     except Exception:
         log.warning("structural annotation of %s failed; using the line-based one", item.path, exc_info=True)
     try:
         body = body_words(item.text) if with_words else None
-        return dataclasses.replace(annotate_by_lines(item), body=body)
+        return redacted(dataclasses.replace(annotate_by_lines(item), body=body))
     except Exception:
         log.exception("annotating %s failed", item.path)
         return None
+
+
+def redacted(annotation: Annotation) -> Annotation:
+    """The annotation with its summary and tags redacted (in the worker, off the server's loop;
+    most texts pass redaction's screen untouched)."""
+    from filescout.redact import redact  # here, not above: its patterns cost startup 30 ms
+
+    summary = redact(annotation.summary)
+    tags = [redact(tag) for tag in annotation.tags]
+    if summary == annotation.summary and tags == annotation.tags:
+        return annotation
+    return dataclasses.replace(annotation, summary=summary, tags=list(dict.fromkeys(tags)))

@@ -7,6 +7,7 @@ scheduler          what gets annotated next, for both workers; touches and neigh
 structural_worker  the embedded annotator's queue
 model_worker       the model's queue, budget and failures
 board, status      the phase, and the status a client asks for
+repair             a damaged index: said once, moved aside and rebuilt while answering
 listing            files/getFiles
 answers            findRelevant's updates as protocol items
 """

@@ -10,8 +10,10 @@ from pathlib import Path
 import msgspec
 
 from filescout.engine.prompt import Listed, render
+from filescout.engine.shown import shown
 from filescout.errors import InvalidParams
 from filescout.records import RankedFile, RelevanceStage
+from filescout.redact import redact
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.find import Question, RelevanceUpdate
 from filescout_protocol.types import FindRelevantParams, FindRelevantResult, RelevanceOptions, RelevantItem
@@ -41,16 +43,20 @@ def question_of(params: FindRelevantParams, root: Path) -> Question:
 
 
 def relevant_item(ranked: RankedFile) -> RelevantItem:
+    """The file as a client sees it: its reason (which may quote a definition, a commit subject
+    or a model's words), summary and tags redacted (`shown`)."""
     entry = ranked.entry
-    return RelevantItem(
-        path=entry.path,
-        score=ranked.score,
-        stage=ranked.stage,
-        reason=ranked.reason,
-        summary=entry.shown_summary,
-        tags=entry.tags,
-        language=entry.language,
-        kind=entry.kind,
+    return shown(
+        RelevantItem(
+            path=entry.path,
+            score=ranked.score,
+            stage=ranked.stage,
+            reason=ranked.reason,
+            summary=entry.shown_summary,
+            tags=entry.tags,
+            language=entry.language,
+            kind=entry.kind,
+        )
     )
 
 
@@ -74,7 +80,7 @@ class FindUpdate:
             done=update.done,
             stages=update.stages,
             degraded=update.degraded,
-            message=update.message,
+            message=None if update.message is None else redact(update.message),
         )
 
     def result(self, items: list[RelevantItem] | None = None) -> FindRelevantResult:

@@ -25,6 +25,7 @@ class StatusBoard:
         listener: StatusListener | None,
         background: Background,
         current_annotator: Callable[[], str],
+        damaged: Callable[[BaseException], str | None] = lambda exc: None,
     ) -> None:
         self.phase: IndexPhase = "idle"
         self.last_error: str | None = None
@@ -35,12 +36,18 @@ class StatusBoard:
         self._listener = listener
         self._background = background
         self._current = current_annotator
+        self._damaged = damaged
+        """The words for damage to the index (its repair begun), None for other errors."""
         self._full_said = False
 
     def storage_fault(self, exc: BaseException) -> str | None:
         """When `exc` is the disk under the index filling up: record it as the last error, log
-        it the first time (not once per batch, file or pass), and return the message. None for
-        any other error, which remains the caller's to report."""
+        it the first time (not once per batch, file or pass), and return the message; likewise
+        when it is damage to the index, which the repair says and rebuilds. None for any other
+        error, which remains the caller's to report."""
+        if (damage := self._damaged(exc)) is not None:
+            self.last_error = damage
+            return damage
         if not is_disk_full(exc):
             return None
         self.last_error = disk_full_message(self._index.path)
@@ -59,7 +66,12 @@ class StatusBoard:
             self._background.spawn(self._emit(phase, message))
 
     async def _emit(self, phase: IndexPhase, message: str | None) -> None:
-        by_status, _ = await self._index.files.counts(current=self._current())
+        try:
+            by_status, _ = await self._index.files.counts(current=self._current())
+        except Exception as exc:
+            if self.storage_fault(exc) is None:
+                raise
+            return
         status = IndexStatus(
             phase=phase,
             files=sum(by_status.values()),

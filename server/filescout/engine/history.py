@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from filescout.engine.faults import index_damage
 from filescout.history import (
     BATCH,
     MAX_COMMITS,
@@ -46,8 +47,8 @@ class HistoryKeeper:
         self._lock = asyncio.Lock()
 
     async def update(self) -> None:
-        """Bring the history index to HEAD. Never fails: a workspace whose history cannot be
-        read has none, as one outside git has none."""
+        """Bring the history index to HEAD. Fails only when the index is damaged: a workspace
+        whose history cannot be read has none, as one outside git has none."""
         if not self._index.writable:
             return
         async with self._lock:
@@ -55,7 +56,9 @@ class HistoryKeeper:
                 await self._update()
             except HistoryUnavailable as exc:
                 log.warning("the repository's history is not indexed: %s", exc)
-            except Exception:
+            except Exception as exc:
+                if index_damage(exc) is not None:  # the pass's to report: the index is rebuilt
+                    raise
                 log.exception("updating the repository's history failed")
 
     async def _update(self) -> None:

@@ -10,6 +10,7 @@ from filescout.progress import NullProgress, ProgressReporter
 from filescout_protocol.types import IndexStatus
 
 StatusListener = Callable[[IndexStatus], None]
+WarningListener = Callable[[str], None]
 ProgressFactory = Callable[[str], Awaitable[ProgressReporter]]
 
 
@@ -21,6 +22,10 @@ async def no_progress(kind: str) -> ProgressReporter:
 class Hooks:
     on_status: StatusListener | None = None
     """Called on every phase change (the LSP face sends `filescout/status`)."""
+    on_warning: WarningListener | None = None
+    """Called with what the user must hear while the engine runs, such as a damaged index being
+    rebuilt (the LSP face shows it: `window/showMessage`); what opening found is in
+    `Workspace.warnings`."""
     progress: ProgressFactory = no_progress
     """A fresh progress reporter for a kind of work ("index", "reindex", "model")."""
     persistent: bool = True

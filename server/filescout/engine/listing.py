@@ -4,11 +4,14 @@ the prefilter's fused two-index search, without its priors, so `rank` order is p
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from filescout.engine.prompt import Listed, render
+from filescout.engine.shown import shown
 from filescout.errors import InvalidParams
 from filescout.index import FileFilter, Index
 from filescout.records import FileEntry
@@ -19,19 +22,25 @@ DEFAULT_PAGE_SIZE = 1000
 TEXT_MATCH_LIMIT = 10_000
 LISTED_KINDS = ("source", "test", "docs", "config", "data", "generated", "other")
 """What getFiles lists when the caller names no kinds: everything with a summary worth reading."""
+MATCHING_SLICE = 0.01
+"""Seconds of glob matching before the event loop serves what else came in (a cancellation too):
+a listing may match every path of the index against a hundred long globs."""
 
 
 def file_item(entry: FileEntry) -> FileItem:
-    return FileItem(
-        path=entry.path,
-        summary=entry.shown_summary,
-        tags=entry.tags,
-        language=entry.language,
-        kind=entry.kind,
-        size=entry.size,
-        mtime=entry.mtime_ns // 1_000_000,
-        status=entry.status,
-        annotator=entry.annotator,
+    """The file as a client sees it: its summary and tags redacted (`shown`)."""
+    return shown(
+        FileItem(
+            path=entry.path,
+            summary=entry.shown_summary,
+            tags=entry.tags,
+            language=entry.language,
+            kind=entry.kind,
+            size=entry.size,
+            mtime=entry.mtime_ns // 1_000_000,
+            status=entry.status,
+            annotator=entry.annotator,
+        )
     )
 
 
@@ -85,7 +94,7 @@ class FileListing:
         self, params: GetFilesParams, current: str
     ) -> AsyncGenerator[tuple[FileEntry, tuple[Any, ...]], None]:
         """Files matching every filter of `params`, in its order, each with its position."""
-        path_filter = PathFilter.build(self._root, params.globs, params.paths)
+        path_filter = await PathFilter.built(self._root, params.globs, params.paths)
         order = order_of(params)
         if order == "rank" and not params.query:
             raise InvalidParams("orderBy: `rank` orders by a text query; pass `query` too")
@@ -103,12 +112,19 @@ class FileListing:
         )
         # A small first page answers quickly; later pages are larger, so fewer round trips.
         first_page = max(min(params.batch_size, params.limit or DEFAULT_PAGE_SIZE) + 1, 100)
+        globs = path_filter.globs
+        pause_at = time.monotonic() + MATCHING_SLICE
         async for page in self._index.files.listing(
             where, current=current, order=order, position=position, first_page=first_page
         ):
             for entry, key in page:
-                if path_filter.spec is None or path_filter.spec.match_file(entry.path):
-                    yield entry, key
+                if globs is not None:
+                    if time.monotonic() > pause_at:
+                        await asyncio.sleep(0)
+                        pause_at = time.monotonic() + MATCHING_SLICE
+                    if not globs.match(entry.path):
+                        continue
+                yield entry, key
 
     async def _text_matches(self, text: str) -> list[str]:
         """Paths whose descriptions or content match `text`, best first (BM25, no priors)."""

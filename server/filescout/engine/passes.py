@@ -221,7 +221,7 @@ class Indexer:
         loading = asyncio.ensure_future(self._index.files.known())
         loading.add_done_callback(functools.partial(_pass_on, known_ready))
         self._board.set_phase("scanning")  # after the load: its counts query must not go first
-        rules = self.ignore_rules()
+        rules = await asyncio.to_thread(self.ignore_rules)  # a thousand long patterns take a second
         # Indexed files passed filescout's rules when they were indexed; while the rules are the
         # same, they need not be checked again. A pass under new rules that does not finish
         # leaves no fingerprint, so the next one checks everything.
@@ -297,7 +297,11 @@ class Indexer:
             return None
         # git applies its own rules, so the current settings' rules are complete; a walk's rules
         # carry the .gitignore files it found, so those are kept until the next walk.
-        rules = self.ignore_rules() if self._git_mode or self._rules is None else self._rules
+        rules = (
+            await asyncio.to_thread(self.ignore_rules)
+            if self._git_mode or self._rules is None
+            else self._rules
+        )
         known = await self._index.files.known_among(paths)
         try:
             batch = await asyncio.to_thread(

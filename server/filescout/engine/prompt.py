@@ -4,7 +4,7 @@ closing line naming what did not fit.
 
 The block is delimited and says that what it holds is data: summaries come from the workspace
 (and may come from a model or a shared cache), so nothing in them may pass for an instruction
-or close the block early.
+or close the block early, and no secret they quote may reach the prompt (redacted).
 """
 
 from __future__ import annotations
@@ -48,11 +48,15 @@ def _clean(text: str) -> str:
 
 
 def _entry(rank: int, item: Listed, *, with_summary: bool = True) -> str:
+    """A file's lines: its path as it is (the reader opens it), its summary and reason redacted
+    (the faces' items are already; this holds for any caller)."""
+    from filescout.redact import redact  # here, not above: its patterns cost startup 30 ms
+
     lines = [f"{rank}. {_clean(item.path)}"]
     if with_summary and item.summary:
-        lines.append(f"   {_clean(item.summary)}")
+        lines.append(f"   {_clean(redact(item.summary))}")
     if item.reason:
-        lines.append(f"   why: {_clean(item.reason)}")
+        lines.append(f"   why: {_clean(redact(item.reason))}")
     return "\n".join(lines)
 
 

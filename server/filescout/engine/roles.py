@@ -1,12 +1,19 @@
 """Who writes the index: the first process to take its lock. Others open it read-only, answer
-from WAL snapshots, keep the access signals they see, and take over when the writer exits."""
+from WAL snapshots, keep the access signals they see, and take over when the writer exits.
+
+And what the index may be: only what is positively filescout's is opened for writing, moved
+aside or replaced (a path the settings name may hold anyone's file), an index whose storage
+refuses writes is served read-only, and the writer keeps its write-ahead log where other
+processes can open it."""
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import shutil
+import stat
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -21,6 +28,15 @@ from filescout.engine.faults import (
 )
 from filescout.errors import ReadOnly, WorkspaceUnavailable
 from filescout.index import Index
+from filescout.index.database import IndexForeign, IndexTooNew
+from filescout.index.ondisk import (
+    HEADER_BYTES,
+    application_id,
+    is_filescout_index,
+    is_sqlite,
+    lost_log,
+    read_start,
+)
 from filescout.lock import WriterLock
 
 log = logging.getLogger(__name__)
@@ -39,10 +55,166 @@ class IndexFull(WorkspaceUnavailable):
     """The disk under the index is full: opening it for writing failed, not the index."""
 
 
+class IndexUnwritable(WorkspaceUnavailable):
+    """The index's file or folder refuses this process's writes (a mode, a read-only mount)."""
+
+
+# -- what is filescout's own -------------------------------------------------------------------
+
+AsideReason = Literal["damaged", "newer", "foreign"]
+"""Why an index of ours was set aside: SQLite calls it corrupt (or it lost part of itself), a
+later filescout wrote it, or (in filescout's own folder) it is not a filescout index at all."""
+LOCK_BYTES = 32
+"""A lock file of ours holds a process id and nothing else."""
+_OWN_PLACES: set[Path] = set()
+"""Index paths in filescout's own folder (the default place) this process chose: there, whatever
+stands at the index's path may be set aside."""
+
+
+def set_index_aside(path: Path, reason: AsideReason) -> Path:
+    """Move filescout's own unusable index, with its log files, to `<name>.<reason>` beside it,
+    and return that path. One copy per reason: an earlier copy is replaced, so copies never pile
+    up. Outside filescout's own folder only a file that is positively an index of ours is moved
+    (a regular file with SQLite's header and filescout's application id), and only over a copy
+    of ours; anything else raises WorkspaceUnavailable, and every file stays where it is."""
+    aside = path.with_name(f"{path.name}.{reason}")
+    if path not in _OWN_PLACES:
+        if (why := not_our_index(path)) is not None:
+            raise WorkspaceUnavailable(f"{path} is not filescout's index ({why}): it is left where it is")
+        if (why := index_path_problem(aside)) is not None:
+            raise WorkspaceUnavailable(f"{path} cannot be set aside: {aside} is not filescout's ({why})")
+    return _move_aside(path, aside)
+
+
+def not_our_index(path: Path) -> str | None:
+    """Why the file at `path` is not positively an index of ours, or None when it is. An empty
+    file counts as ours only beside a lock of ours: filescout creates the file, then writes its
+    header, and may be stopped in between."""
+    try:
+        info = path.lstat()
+    except OSError as exc:
+        return "nothing is there" if exc.errno == errno.ENOENT else _unexaminable(exc)
+    if stat.S_ISLNK(info.st_mode):
+        return "it is a symbolic link"
+    if stat.S_ISDIR(info.st_mode):
+        return "it is a folder"
+    if not stat.S_ISREG(info.st_mode):
+        return "it is not a regular file"
+    if info.st_size == 0:
+        lock = lock_path(path)
+        return None if lock.exists() and _lock_problem(lock) is None else "it is not a filescout index"
+    try:
+        header = read_start(path, HEADER_BYTES)
+    except OSError as exc:
+        return _unexaminable(exc)
+    if is_filescout_index(header):
+        return None
+    if not is_sqlite(header):
+        return "it is not a filescout index"
+    if application_id(header) == 0:
+        return "it is an SQLite database not marked as filescout's"
+    return "it is another application's SQLite database"
+
+
+def index_path_problem(path: Path) -> str | None:
+    """Why filescout may not open, write or set aside what is at `path` or beside it (the files
+    SQLite and the writer lock would open), or None. Nothing there is fine, unless a log or
+    lock file is: SQLite would replay a stray log into a new index, and the lock is rewritten."""
+    lock = lock_path(path)
+    if os.path.lexists(path):
+        why = not_our_index(path)
+    else:
+        strays = [f"{path.name}{suffix}" for suffix in ("-wal", "-shm") if os.path.lexists(f"{path}{suffix}")]
+        why = f"{strays[0]} exists beside it" if strays else None
+    if why is None and os.path.lexists(lock):
+        why = _lock_problem(lock)
+    return why
+
+
+def choose_index_path(requested: Path, default: Path, warnings: list[str]) -> Path:
+    """Where this process keeps the index: `requested` when nothing is there or an index of
+    ours is, else the default place in filescout's own folder, with one warning saying why the
+    requested path was left untouched."""
+    if requested != default:
+        why = index_path_problem(requested)
+        if why is None:
+            return requested
+        _say(
+            f"dbPath {requested} is not used: {why}; it is left untouched and the index is kept at {default}",
+            warnings,
+        )
+    _OWN_PLACES.add(default)
+    return default
+
+
+def _lock_problem(lock: Path) -> str | None:
+    """Why the lock file is not one of ours (a regular file holding a process id, or nothing)."""
+    try:
+        content = read_start(lock, LOCK_BYTES + 1)
+    except OSError:
+        content = b"not ours"
+    if len(content) <= LOCK_BYTES and (not content.strip() or content.strip().isdigit()):
+        return None
+    return f"{lock.name} beside it is not filescout's"
+
+
+def _unexaminable(exc: OSError) -> str:
+    return f"it cannot be examined ({(exc.strerror or str(exc)).lower()})"
+
+
+def _move_aside(path: Path, aside: Path) -> Path:
+    """`path` and its log files to `aside` (replacing the copy there, its stale log files
+    included), each by one rename."""
+    for suffix in ("", "-wal", "-shm"):
+        source, target = Path(f"{path}{suffix}"), Path(f"{aside}{suffix}")
+        if os.path.lexists(source):
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            os.replace(source, target)
+        elif os.path.lexists(target):
+            target.unlink()  # the older copy's log, which belongs to no file now
+    return aside
+
+
+# -- opening -------------------------------------------------------------------------------
+
+
+def write_refusal(path: Path) -> OSError | None:
+    """Why this process cannot write the index at `path` (its file, or its folder, refuses
+    writes), or None. Asked before SQLite opens it: SQLite opens a file it may not write
+    read-only without a word, and every pass would then fail."""
+    for target, mode in ((path, os.W_OK), (path.parent, os.W_OK | os.X_OK)):
+        if target.exists() and not os.access(target, mode):
+            code = errno.EROFS if _on_read_only_storage(target) else errno.EACCES
+            return OSError(code, os.strerror(code), str(target))
+    return None
+
+
+def _on_read_only_storage(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # no statvfs on Windows
+        return False
+
+
+def lost_log_message(path: Path, pages: int, aside: Path | None) -> str:
+    kept = f"the index was moved to {aside} and" if aside is not None else "what the index lacks"
+    return (
+        f"the index at {path} lost the changes its write-ahead log held ({pages} pages): "
+        f"{path}-wal was deleted while a filescout process wrote the index, and that process "
+        f"ended before copying them back; {kept} is being rebuilt from the workspace"
+    )
+
+
 async def open_for_writing(path: Path, warnings: list[str]) -> Index:
-    """Open the index for writing; a corrupt, foreign or newer index is moved aside and
-    rebuilt (with a warning), since the index is only a cache of the workspace. A full disk
-    is not the index's fault: it stays where it is."""
+    """Open the index for writing; an index of ours that is corrupt, newer, or lost its log is
+    set aside (one copy per reason) and rebuilt, with a warning, since the index is only a cache
+    of the workspace. What is not positively ours is never moved, except in filescout's own
+    folder (`set_index_aside`). A full disk is not the index's fault: the index stays put."""
+    if (lost := lost_log(path)) is not None:
+        # Without a checkpoint under way the file holds an earlier state whole: it is kept.
+        aside = set_index_aside(path, "damaged") if lost.partly_copied else None
+        _say(lost_log_message(path, lost.pages, aside), warnings)
     try:
         return await Index.open(path)
     except Exception as exc:  # IndexUnusable, sqlite3.DatabaseError and friends
@@ -50,19 +222,42 @@ async def open_for_writing(path: Path, warnings: list[str]) -> Index:
             raise IndexFull(disk_full_message(path)) from exc
         if not path.exists():
             raise WorkspaceUnavailable(f"cannot create the index at {path}: {exc}") from exc
-        aside = path.with_name(f"{path.name}.unusable-{int(time.time())}")
-        log.warning("index %s is unusable (%s); moving it to %s and rebuilding", path, exc, aside)
-        warnings.append(
-            f"the index at {path} was unusable ({exc}); it was moved to {aside.name} and is being rebuilt"
-        )
-        for suffix in ("", "-wal", "-shm"):
-            source = Path(str(path) + suffix)
-            if source.exists():
-                shutil.move(str(source), str(aside) + suffix)
-        try:
-            return await Index.open(path)
-        except Exception as second:
-            raise WorkspaceUnavailable(f"cannot create the index at {path}: {second}") from second
+        _replace_unusable(path, _aside_reason(exc), str(exc), warnings)
+    try:
+        return await Index.open(path)
+    except Exception as second:
+        raise WorkspaceUnavailable(f"cannot create the index at {path}: {second}") from second
+
+
+def _aside_reason(exc: Exception) -> AsideReason:
+    if isinstance(exc, IndexTooNew):
+        return "newer"
+    return "foreign" if isinstance(exc, IndexForeign) else "damaged"
+
+
+def _replace_unusable(path: Path, reason: AsideReason, why: str, warnings: list[str]) -> None:
+    try:
+        aside = set_index_aside(path, reason)
+    except (OSError, WorkspaceUnavailable) as exc:
+        raise WorkspaceUnavailable(
+            f"the index at {path} is unusable ({why}) and cannot be moved aside: {exc}"
+        ) from exc
+    _say(f"the index at {path} was unusable ({why}); it was moved to {aside} and is being rebuilt", warnings)
+
+
+def _say(message: str, warnings: list[str]) -> None:
+    log.warning("%s", message)
+    warnings.append(message)
+
+
+async def _open_unwritable(db_path: Path, reason: str, warnings: list[str]) -> Index:
+    """The index served read-only for good, saying why (once: at startup)."""
+    try:
+        index = await Index.open_unwritable(db_path)
+    except Exception as exc:
+        raise WorkspaceUnavailable(f"{reason}; and it cannot be read either: {exc}") from exc
+    _say(reason, warnings)
+    return index
 
 
 async def open_for_reading(path: Path, timeout: float = READER_OPEN_TIMEOUT) -> Index:
@@ -83,49 +278,59 @@ class Roles:
     """The writer lock, the role it gives this process, and the hand-over between roles."""
 
     def __init__(
-        self, index: Index, lock: WriterLock, warnings: list[str], *, unwritable: str | None = None
+        self,
+        index: Index,
+        lock: WriterLock,
+        warnings: list[str],
+        *,
+        unwritable: str | None = None,
+        requested: Path | None = None,
     ) -> None:
         self.index = index
         self.lock = lock
         self.unwritable = unwritable
         """Why this process can never write the index (its storage refuses writes), if so."""
+        self.requested = requested or index.path
+        """Where the settings asked for the index; `index.path` differs when that place was left
+        untouched because something not ours stands there."""
         self._warnings = warnings
+        self._files = _identities(index.path)
+        """The index file and its write-ahead log as this process's connections opened them."""
         self._access_backlog: dict[str, float] = {}
         """Accesses a reader saw, by path, for the index once this process writes it."""
 
     @classmethod
-    async def acquire(cls, db_path: Path, warnings: list[str]) -> Roles:
-        """Take the writer role if the lock is free, else open the index for reading."""
+    async def acquire(cls, requested: Path, warnings: list[str], *, default: Path) -> Roles:
+        """Take the writer role if the lock is free, else open the index for reading. The index
+        is kept at `requested` when that is positively ours (or nothing is there), else at
+        `default`, filescout's own folder."""
+        db_path = choose_index_path(requested, default, warnings)
         lock = WriterLock(lock_path(db_path))
+
+        def made(index: Index, unwritable: str | None = None) -> Roles:
+            return cls(index, lock, warnings, unwritable=unwritable, requested=requested)
+
         try:
             writer = lock.try_acquire()
         except OSError as exc:
             # Reads need no lock: an index that exists is served even where nothing can be written.
             if exc.errno in UNWRITABLE_ERRNOS | FULL_ERRNOS and db_path.exists():
-                return await cls._unwritable(db_path, lock, warnings, cannot_write_message(db_path, exc))
+                reason = cannot_write_message(db_path, exc)
+                return made(await _open_unwritable(db_path, reason, warnings), reason)
             raise WorkspaceUnavailable(f"cannot use {db_path.parent}: {exc}") from exc
         if not writer:
             log.info("another filescout process (pid %s) writes this index; serving reads", lock.holder())
-            return cls(await open_for_reading(db_path), lock, warnings)
+            return made(await open_for_reading(db_path))
         try:
-            return cls(await open_for_writing(db_path, warnings), lock, warnings)
-        except IndexFull as exc:
+            if (refusal := write_refusal(db_path)) is not None:
+                raise IndexUnwritable(cannot_write_message(db_path, refusal))
+            return made(await open_for_writing(db_path, warnings))
+        except (IndexFull, IndexUnwritable) as exc:
             lock.release()
-            return await cls._unwritable(db_path, lock, warnings, str(exc))
+            return made(await _open_unwritable(db_path, str(exc), warnings), str(exc))
         except BaseException:
             lock.release()  # let another window try, instead of waiting on us forever
             raise
-
-    @classmethod
-    async def _unwritable(cls, db_path: Path, lock: WriterLock, warnings: list[str], reason: str) -> Roles:
-        """Serve the index read-only for good, saying why."""
-        try:
-            index = await Index.open_unwritable(db_path)
-        except Exception as exc:
-            raise WorkspaceUnavailable(f"{reason}; and it cannot be read either: {exc}") from exc
-        log.warning("%s", reason)
-        warnings.append(reason)
-        return cls(index, lock, warnings, unwritable=reason)
 
     @property
     def role(self) -> Role:
@@ -154,29 +359,78 @@ class Roles:
         for path in paths:
             self._access_backlog[path] = self._access_backlog.get(path, 0.0) + weight
 
-    async def wait_for_takeover(
-        self, became_writer: Callable[[], Awaitable[None]], closed: Callable[[], bool]
+    async def keep_role(
+        self,
+        became_writer: Callable[[], Awaitable[None]],
+        closed: Callable[[], bool],
+        warn: Callable[[str], None] | None = None,
     ) -> None:
-        """Serve reads until the writer goes away, then become the writer and call
-        `became_writer`. An index on storage that refuses writes is never taken over."""
+        """For as long as the workspace is open: a reader takes over once the writer goes away
+        (then calls `became_writer`), and the writer keeps its write-ahead log where other
+        processes find it. An index on storage that refuses writes needs neither. What taking
+        over finds (an index set aside, changes lost) goes to `warn` as well as to the log."""
         while self.unwritable is None and not closed():
             await asyncio.sleep(TAKEOVER_INTERVAL)
-            try:
-                if not self.lock.try_acquire():
-                    continue
-            except OSError as exc:  # the lock's directory went away or became read-only
-                log.debug("cannot take the writer lock: %s", exc)
+            if self.index.writable:
+                await self._keep_log()
                 continue
-            log.info("the other filescout process has exited; this one now indexes")
-            try:
-                await self.index.become_writer(await open_for_writing(self.index.path, self._warnings))
-            except Exception:
-                log.exception("cannot take over the index; serving reads still")
-                self.lock.release()
-                continue
-            await self._flush_access_backlog()
-            await became_writer()
+            said = len(self._warnings)
+            took_over = await self._take_over()
+            for message in self._warnings[said:]:
+                if warn is not None:
+                    warn(message)
+            if took_over:
+                await became_writer()
+
+    async def _take_over(self) -> bool:
+        """Become the writer if the lock is free now."""
+        try:
+            if not self.lock.try_acquire():
+                return False
+        except OSError as exc:  # the lock's directory went away or became read-only
+            log.debug("cannot take the writer lock: %s", exc)
+            return False
+        if (refusal := write_refusal(self.index.path)) is not None:
+            self.lock.release()
+            self.unwritable = cannot_write_message(self.index.path, refusal)
+            _say(self.unwritable, self._warnings)  # and it serves reads for good
+            return False
+        log.info("the other filescout process has exited; this one now indexes")
+        try:
+            writer = await open_for_writing(self.index.path, self._warnings)
+            await self.index.become_writer(writer)
+        except Exception:
+            log.exception("cannot take over the index; serving reads still")
+            self.lock.release()
+            return False
+        self._files = _identities(self.index.path)
+        await self._flush_access_backlog()
+        return True
+
+    async def _keep_log(self) -> None:
+        """Renew the write-ahead log if it was deleted under this process. SQLite keeps writing
+        to the deleted file, which no other process can open (they fail with an I/O error) and
+        which dies with this process, taking every change since the last checkpoint with it."""
+        path = self.index.path
+        files = _identities(path)
+        if files == self._files:
             return
+        if files[0] != self._files[0] or self._files[1] is None:
+            self._files = files  # another index file took this one's place: it opened its own log
+            return
+        try:
+            renewed = await self.index.db.renew_log()
+        except Exception:
+            log.exception("the write-ahead log of the index at %s was deleted and cannot be renewed", path)
+            self._files = files  # said once: tried again only when the files change once more
+            return
+        if renewed:
+            self._files = _identities(path)
+            log.warning(
+                "the write-ahead log of the index at %s was deleted while this process wrote it: its "
+                "changes were copied into the index and a new log begun, so other processes read it again",
+                path,
+            )
 
     async def _flush_access_backlog(self) -> None:
         by_weight: dict[float, list[str]] = {}
@@ -189,3 +443,19 @@ class Roles:
     async def close(self) -> None:
         await self.index.close()
         self.lock.release()
+
+
+FileIdentity = tuple[int, int]
+
+
+def _identities(path: Path) -> tuple[FileIdentity | None, FileIdentity | None]:
+    """The index file's and its write-ahead log's (device, inode), None for one that is missing."""
+    return _identity(path), _identity(Path(f"{path}-wal"))
+
+
+def _identity(path: Path) -> FileIdentity | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from filescout.beneath import RootDir, read_regular
 from filescout.engine.annotation_pool import AnnotationPool
 from filescout.engine.background import Background
 from filescout.engine.board import StatusBoard
@@ -18,8 +19,8 @@ from filescout.engine.structural_worker import Rescan, StructuralWorker
 from filescout.imports import import_candidates
 from filescout.index import Index
 from filescout.records import FileEntry
-from filescout.scan import read_regular
 from filescout.schedule import BACKGROUND, NEIGHBOUR, TOUCHED
+from filescout.text import content_text
 
 NEIGHBOURS_PER_TOUCH = 24
 HEAD_BYTES = 64 * 1024
@@ -164,8 +165,10 @@ class Scheduler:
         return imported
 
     def _head_text(self, path: str) -> str:
+        """The head of a file, to find its imports (never through a link that leads out)."""
         try:
-            found = read_regular(str(self._root / path), HEAD_BYTES)
+            with RootDir(self._root) as beneath:
+                found = read_regular(beneath, path, HEAD_BYTES)
         except OSError:
             return ""
-        return found[0].decode("utf-8", errors="replace") if found is not None else ""
+        return content_text(found[0]) if found is not None else ""

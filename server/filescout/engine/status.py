@@ -13,6 +13,7 @@ from filescout.engine.model_worker import ModelWorker
 from filescout.engine.passes import SKIPPED_NAMES
 from filescout.engine.roles import Roles
 from filescout.engine.scheduler import Scheduler
+from filescout.engine.shown import shown
 from filescout.index import Index
 from filescout.model import CHARS_PER_TOKEN, BudgetSpent
 from filescout_protocol.types import PROTOCOL_VERSION, ModelStatus, Settings, StatusResult
@@ -27,24 +28,27 @@ async def workspace_status(
     index = roles.index
     current = scheduler.current
     by_status, by_kind = await index.files.counts(current=current)
-    return StatusResult(
-        protocol_version=PROTOCOL_VERSION,
-        server_version=__version__,
-        root=str(root),
-        db_path=str(index.path),
-        phase=board.phase,
-        files=sum(by_status.values()),
-        by_status=by_status,
-        by_kind=by_kind,
-        annotator=current,
-        last_scan=await index.meta.get("last_scan"),
-        role=roles.role,
-        writer_pid=roles.writer_pid(),
-        queued=len(scheduler.structural.queue),
-        model=await model_status(scheduler.model, settings, index, scheduler.structural.id),
-        shared_cache=scheduler.model.shared.status() if scheduler.model.shared is not None else None,
-        last_error=board.last_error,
-        skipped_names=int(await index.meta.get(SKIPPED_NAMES) or 0),
+    # errors and the model's messages may quote what an endpoint or a database answered
+    return shown(
+        StatusResult(
+            protocol_version=PROTOCOL_VERSION,
+            server_version=__version__,
+            root=str(root),
+            db_path=str(index.path),
+            phase=board.phase,
+            files=sum(by_status.values()),
+            by_status=by_status,
+            by_kind=by_kind,
+            annotator=current,
+            last_scan=await index.meta.get("last_scan"),
+            role=roles.role,
+            writer_pid=roles.writer_pid(),
+            queued=len(scheduler.structural.queue),
+            model=await model_status(scheduler.model, settings, index, scheduler.structural.id),
+            shared_cache=scheduler.model.shared.status() if scheduler.model.shared is not None else None,
+            last_error=board.last_error,
+            skipped_names=int(await index.meta.get(SKIPPED_NAMES) or 0),
+        )
     )
 
 

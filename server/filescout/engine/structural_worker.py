@@ -19,6 +19,7 @@ from filescout.annotate.jobs import (
     unpack_batch,
 )
 from filescout.annotate.structural import StructuralAnnotator
+from filescout.beneath import RootDir
 from filescout.engine.annotation_pool import AnnotationPool
 from filescout.engine.board import StatusBoard
 from filescout.index import Index
@@ -58,11 +59,21 @@ class PassProgress:
 
 async def read_current(root: Path, pending: Sequence[PendingFile], rescan: Rescan) -> list[FileToAnnotate]:
     """The texts of `pending` that still match the index; the others are rescanned."""
-    texts = await asyncio.to_thread(lambda: [read_text(root, item) for item in pending])
+    texts = await asyncio.to_thread(_read_texts, root, pending)
     changed = [item.path for item, text in zip(pending, texts, strict=True) if text is None]
     if changed:
         rescan(changed)
     return [text for text in texts if text is not None]
+
+
+def _read_texts(root: Path, pending: Sequence[PendingFile]) -> list[FileToAnnotate | None]:
+    """`read_text` of each, the root opened once for them all."""
+    try:
+        beneath = RootDir(root)
+    except OSError:  # the folder is gone: none of them has the content the index knows
+        return [None for _ in pending]
+    with beneath:
+        return [read_text(beneath, item) for item in pending]
 
 
 class Saves:

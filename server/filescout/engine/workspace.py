@@ -4,20 +4,23 @@ the MCP tools each make one call here; this is where plain records become protoc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from filescout.config import db_path_for, load_settings
+from filescout.config import db_path_for, default_db_path, load_settings
 from filescout.engine import sharing
 from filescout.engine.annotation_pool import AnnotationPool, worker_count
 from filescout.engine.background import Background
 from filescout.engine.board import StatusBoard
+from filescout.engine.history import HistoryKeeper
 from filescout.engine.hooks import Hooks
 from filescout.engine.listing import FileListing, file_item
 from filescout.engine.passes import Indexer
+from filescout.engine.repair import IndexRepair
 from filescout.engine.roles import Role, Roles
 from filescout.engine.scheduler import Scheduler
 from filescout.engine.status import workspace_status
@@ -46,6 +49,8 @@ log = logging.getLogger(__name__)
 RETURNED_ACCESS_COUNT = 3
 RETURNED_ACCESS_WEIGHT = 0.25
 
+T = TypeVar("T")
+
 
 class Workspace:
     """The engine for one workspace root."""
@@ -61,7 +66,11 @@ class Workspace:
         self._background = Background()
         self._pool = AnnotationPool(worker_count(settings.index.workers))
         self._board = StatusBoard(
-            self._index, hooks.on_status, self._background, lambda: self._scheduler.current
+            self._index,
+            hooks.on_status,
+            self._background,
+            lambda: self._scheduler.current,
+            damaged=lambda exc: self._repair.damaged(exc),
         )
         self._scheduler = Scheduler(
             root,
@@ -76,6 +85,7 @@ class Workspace:
             root, settings, self._index, self._scheduler, self._board, hooks, self._background, self._pool
         )
         self._listing = FileListing(root, self._index)
+        self._repair = IndexRepair(roles, self._background, self._rebuild, hooks.on_warning)
 
     @classmethod
     async def open(
@@ -85,6 +95,7 @@ class Workspace:
         env: Mapping[str, str] = os.environ,
         hooks: Hooks | None = None,
     ) -> Workspace:
+        hooks = hooks or Hooks()
         if "\0" in str(root):
             raise WorkspaceUnavailable(f"workspace root {str(root)!r} contains a NUL character")
         root = root.expanduser().resolve()
@@ -95,14 +106,22 @@ class Workspace:
         loaded = load_settings(root, editor_settings, env)
         for warning in loaded.warnings:
             log.warning("%s", warning)
-        roles = await Roles.acquire(db_path_for(root, loaded.settings, env), loaded.warnings)
-        workspace = cls(root, loaded.settings, roles, loaded.warnings, hooks or Hooks())
+        roles = await Roles.acquire(
+            db_path_for(root, loaded.settings, env), loaded.warnings, default=default_db_path(root, env)
+        )
+        workspace = cls(root, loaded.settings, roles, loaded.warnings, hooks)
         if roles.role == "writer":
-            await workspace._scheduler.model.configure(workspace.settings, workspace.warnings)
-        else:
-            workspace._background.spawn(
-                roles.wait_for_takeover(workspace._became_writer, closed=lambda: workspace._board.closed)
+            model = workspace._scheduler.model
+            await workspace._guarded(
+                lambda: model.configure(workspace.settings, workspace.warnings), wait=False
             )
+        workspace._background.spawn(
+            roles.keep_role(
+                workspace._became_writer,
+                closed=lambda: workspace._board.closed,
+                warn=hooks.on_warning,
+            )
+        )
         return workspace
 
     async def _became_writer(self) -> None:
@@ -142,7 +161,7 @@ class Workspace:
         self._indexer.settings = self.settings
         self._pool.resize(worker_count(self.settings.index.workers))
         warnings = list(loaded.warnings)
-        if db_path_for(self.root, self.settings) != self._index.path:
+        if db_path_for(self.root, self.settings) != self._roles.requested:
             warnings.append("dbPath changes take effect when the server restarts")
         rescan = (old.exclude, old.include, old.max_file_size) != (
             self.settings.exclude,
@@ -178,15 +197,72 @@ class Workspace:
 
     def start_indexing(self, kind: str = "index", *, quiet: bool = False) -> asyncio.Future[ScanTotals]:
         """Start a full pass (scan, then annotate what changed) in the background; the future
-        resolves once the scan is stored, when the index is ready for queries."""
-        return self._indexer.start(kind, quiet=quiet)
+        resolves once the scan is stored, when the index is ready for queries. The writer's first
+        pass is followed by a check of the whole index file."""
+        scanned = self._indexer.start(kind, quiet=quiet)
+        self._repair.check_once_idle(self.wait_idle)
+        return scanned
+
+    def _rebuild(self) -> asyncio.Future[ScanTotals]:
+        """Fill a fresh index that took a damaged one's place: a normal pass, with progress."""
+        self._indexer.history = HistoryKeeper(self.root, self._index)  # HEAD is news to it
+        return self._indexer.start("index")
+
+    async def _guarded(self, operation: Callable[[], Awaitable[T]], *, wait: bool = True) -> T:
+        """Run `operation`; when the index turns out damaged under it, once more on the rebuilt
+        index: with `wait`, once the rebuild's scan is stored (an answer that lacks nothing),
+        else as soon as the fresh index is in place (a status answers at once)."""
+        epoch = await self._repair.before()
+        try:
+            return await operation()
+        except Exception as exc:
+            if not await self._repair.recover(exc, epoch, wait=wait):
+                raise
+        try:
+            return await operation()
+        except Exception as exc:
+            self._unrepaired(exc)
+            raise
+
+    async def _guarded_stream(self, stream: Callable[[], AsyncIterator[T]]) -> AsyncIterator[T]:
+        """`_guarded` for a stream, tried again only if it failed before its first item."""
+        epoch = await self._repair.before()
+        began = False
+        try:
+            async with contextlib.aclosing(stream()) as items:  # type: ignore[type-var]  # an async generator
+                async for item in items:
+                    began = True
+                    yield item
+            return
+        except Exception as exc:
+            if began:  # what went out cannot be taken back: say why the rest is missing
+                self._unrepaired(exc)
+                raise
+            if not await self._repair.recover(exc, epoch, wait=True):
+                raise
+        try:
+            async with contextlib.aclosing(stream()) as items:  # type: ignore[type-var]  # an async generator
+                async for item in items:
+                    yield item
+        except Exception as exc:
+            self._unrepaired(exc)
+            raise
+
+    def _unrepaired(self, exc: Exception) -> None:
+        """Damage an operation met that trying again cannot get past: a clear error instead
+        (the repair, if the damage is new, is under way)."""
+        if (message := self._repair.damaged(exc)) is not None:
+            raise WorkspaceUnavailable(message) from exc
 
     async def reindex(self) -> ReindexResult:
-        """Rescan now; returns once the scan is stored (annotation continues)."""
+        """Rescan now; returns once the scan is stored (annotation continues). A reindex asked
+        for while a damaged index is rebuilt shares the rebuild's scan."""
         self._roles.require_writer("reindex")
         # Shielded: the scan is shared (a pass that replaces this one hands it its own), so a
         # caller who gives up must not cancel it for the others.
-        totals = await asyncio.shield(self._indexer.start("reindex"))
+        totals = await self._guarded(
+            lambda: asyncio.shield(self._repair.rebuild_scan() or self._indexer.start("reindex")), wait=False
+        )
         return ReindexResult(
             added=totals.added,
             changed=totals.changed,
@@ -198,11 +274,11 @@ class Workspace:
         )
 
     async def wait_idle(self) -> None:
-        """Wait until the current pass and the annotation backlogs are done (each may start
-        the next, so look again until none runs)."""
+        """Wait until the current pass, the annotation backlogs and the repair of a damaged
+        index are done (each may start the next, so look again until none runs)."""
         while running := [
             task
-            for task in (self._indexer.task, *self._scheduler.tasks)
+            for task in (self._indexer.task, *self._scheduler.tasks, self._repair.task)
             if task is not None and not task.done()
         ]:
             await asyncio.gather(*running, return_exceptions=True)
@@ -222,17 +298,23 @@ class Workspace:
     async def touch(self, values: Sequence[str], *, weight: float = 1.0, record: bool = True) -> None:
         """A client used these files: annotate them first, and remember the access."""
         if paths := self._relative_paths(values):
-            await self._scheduler.touch(paths, weight=weight, record=record)
+            await self._guarded(
+                lambda: self._scheduler.touch(paths, weight=weight, record=record), wait=False
+            )
 
     async def refresh(self, values: Sequence[str]) -> None:
         """Re-examine files the editor reports as saved, created, changed or deleted."""
-        await self._indexer.refresh(self._relative_paths(values))
+        paths = self._relative_paths(values)
+        await self._guarded(lambda: self._indexer.refresh(paths), wait=False)
 
     async def annotate_now(self, values: Sequence[str], *, timeout: float) -> list[FileItem]:
         """Annotate these files before anything else and answer once they show the current
         annotator's annotation (or when `timeout` runs out, with what they show then)."""
         self._roles.require_writer("annotate")
         paths = self._relative_paths(values)
+        return await self._guarded(lambda: self._annotate_now(paths, timeout=timeout))
+
+    async def _annotate_now(self, paths: list[str], *, timeout: float) -> list[FileItem]:
         existing = await self._index.files.existing(paths)
         missing = sorted(set(paths) - set(existing))
         if missing:
@@ -245,19 +327,29 @@ class Workspace:
 
     def stream_files(self, params: GetFilesParams) -> AsyncIterator[list[FileItem]]:
         """Every matching file, in batches of `params.batch_size`."""
-        return self._listing.stream(params, current=self._scheduler.current)
+        return self._guarded_stream(lambda: self._listing.stream(params, current=self._scheduler.current))
 
     async def files_page(self, params: GetFilesParams) -> GetFilesPage:
-        return await self._listing.page(params, current=self._scheduler.current)
+        return await self._guarded(lambda: self._listing.page(params, current=self._scheduler.current))
 
-    async def find_relevant_stream(self, params: FindRelevantParams) -> AsyncIterator[FindUpdate]:
+    def find_relevant_stream(self, params: FindRelevantParams) -> AsyncIterator[FindUpdate]:
         """The stages of findRelevant as they complete; the last update is `done`."""
+        return self._guarded_stream(lambda: self._find_relevant_updates(params))
+
+    async def _find_relevant_updates(self, params: FindRelevantParams) -> AsyncIterator[FindUpdate]:
+        """findRelevant's stages, as answers; the scheduler hears which files were returned."""
         # Imported at the first question, not at startup: nothing on the way to a query-ready
         # index needs the relevance stages.
         from filescout.engine.answers import FindUpdate, question_of
         from filescout.relevance.find import find
 
-        question = question_of(params, self.root)
+        scoped = params.scope is not None and bool(params.scope.globs)
+        # Globs compile in a thread: a hundred long ones take a tenth of a second.
+        question = (
+            await asyncio.to_thread(question_of, params, self.root)
+            if scoped
+            else question_of(params, self.root)
+        )
         model = self._scheduler.model.annotator
         client = model.client if model is not None else None
         async for update in find(self._index, question, client, current=self._scheduler.current):
@@ -280,10 +372,13 @@ class Workspace:
 
     async def push_to_shared_cache(self) -> sharing.PushReport:
         """Share this machine's model annotations of the workspace with the team's cache."""
-        return await sharing.push(self._index, self.settings.shared_cache)
+        return await self._guarded(lambda: sharing.push(self._index, self.settings.shared_cache))
 
     async def shared_cache_report(self) -> sharing.CacheReport:
-        return await sharing.report(self._index, self.settings.shared_cache)
+        return await self._guarded(lambda: sharing.report(self._index, self.settings.shared_cache))
 
     async def status(self) -> StatusResult:
-        return await workspace_status(self.root, self.settings, self._roles, self._board, self._scheduler)
+        return await self._guarded(
+            lambda: workspace_status(self.root, self.settings, self._roles, self._board, self._scheduler),
+            wait=False,
+        )

@@ -9,6 +9,7 @@ statements of many questions run side by side on as many threads.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import sqlite3
@@ -42,6 +43,8 @@ structure, the tables' inner pages) are copied, and synced, once per checkpoint 
 sixteen times: 7% of the writer's time in a cold index (docs/BENCHMARKS.md)."""
 WAL_KEPT_BYTES = 16 * 1024 * 1024
 """After a checkpoint the log file is cut back to this size, so the disk keeps no 64 MB log."""
+CHECK_CACHE_KIB = 2_000
+"""The quick check reads every page once: a large cache would only hold what it never reads again."""
 
 
 def question_readers(cpus: int | None = None) -> int:
@@ -65,6 +68,50 @@ def json_list(values: Iterable[object]) -> str:
 
 class IndexUnusable(Exception):
     """The file exists but is not a filescout index this version can use."""
+
+
+class IndexForeign(IndexUnusable):
+    """The file is a database, but not a filescout index."""
+
+
+class IndexTooNew(IndexUnusable):
+    """A filescout index written by a later version, with a schema this one cannot read."""
+
+
+class IndexDamaged(IndexUnusable):
+    """A filescout index of this version that lacks part of its schema."""
+
+
+@functools.cache
+def schema_objects() -> frozenset[str]:
+    """Every table and index an index of this version holds, FTS5's own tables included: built
+    once, in memory, from the migrations, so the list cannot drift from them."""
+    connection = sqlite3.connect(":memory:")
+    try:
+        connection.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        for step in sorted(MIGRATIONS):
+            for statement in statements(MIGRATIONS[step]):
+                connection.execute(statement)
+        return frozenset(_object_names(connection.execute(_OBJECTS).fetchall()))
+    finally:
+        connection.close()
+
+
+_OBJECTS = (
+    "SELECT name FROM sqlite_master WHERE type IN ('table', 'index') AND name NOT LIKE 'sqlite~_%' ESCAPE '~'"
+)
+
+
+def _object_names(rows: Iterable[Sequence[object]]) -> set[str]:
+    return {str(row[0]) for row in rows}
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
 
 
 class QuestionReaders:
@@ -126,6 +173,8 @@ class Database:
         self.generation = 0
         """Bumped by every commit of this process's writer (and by a takeover): while it is
         unchanged, and this process is the only writer, what was read is still true."""
+        self._identity = _file_identity(path)
+        """The file these connections opened (device, inode), to tell when another replaced it."""
 
     @classmethod
     async def open(cls, path: Path) -> Database:
@@ -134,13 +183,19 @@ class Database:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not path.exists():
             os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+        new = path.stat().st_size == 0
         writer = await aiosqlite.connect(path, isolation_level=None)
         readers: list[aiosqlite.Connection] = []
         try:
+            await writer.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if new:
+                await _mark_as_ours(writer)
+            await _usable_version(writer)  # before anything is written to a file not ours
             await _configure(writer, WRITER_CACHE_KIB)
             await writer.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES}")
             await writer.execute(f"PRAGMA journal_size_limit = {WAL_KEPT_BYTES}")
             await _migrate(writer)
+            await _require_schema(writer)
             for cache_kib in _reader_caches_kib():
                 readers.append(await _open_reader(path, cache_kib))
         except BaseException:
@@ -172,6 +227,37 @@ class Database:
     def writable(self) -> bool:
         return self._writer is not None
 
+    def replaced(self) -> bool:
+        """Whether another file now stands at the path (the process that writes the index moved
+        a damaged one aside and created a new one): these connections still read the old one."""
+        identity = _file_identity(self.path)
+        return identity is not None and identity != self._identity
+
+    async def missing_objects(self) -> list[str]:
+        """The tables and indexes of the schema the file lacks (dropped by another program)."""
+        present = _object_names(await self.reader.execute_fetchall(_OBJECTS))
+        return sorted(schema_objects() - present)
+
+    async def quick_check(self) -> str | None:
+        """SQLite's quick check of every page (b-trees, records, free list), on a connection of
+        its own so no request waits behind it: its first finding, or None. It reads the whole
+        file (a second or more for a large index), so a cancelled check interrupts it."""
+        opening = asyncio.ensure_future(_open_reader(self.path, CHECK_CACHE_KIB))
+        try:
+            connection = await asyncio.shield(opening)
+        except asyncio.CancelledError:  # the connection opens in its thread all the same: close it
+            await asyncio.wait({opening})
+            if not opening.cancelled() and opening.exception() is None:
+                await _close_quietly(opening.result(), self.path)
+            raise
+        try:  # an error (damage the check cannot step over, or a busy or failing disk) is raised
+            rows = await connection.execute_fetchall("PRAGMA quick_check(1)")
+        finally:
+            await connection.interrupt()  # a cancelled check is still running in its thread
+            await _close_quietly(connection, self.path)
+        finding = str(next(iter(rows))[0]) if rows else "ok"
+        return None if finding == "ok" else finding
+
     @property
     def _connections(self) -> tuple[aiosqlite.Connection | None, ...]:
         return (*self.questions.connections, self.reader, self._writer)
@@ -180,13 +266,38 @@ class Database:
         """Take over `other`'s connections (a reader becoming the writer), closing ours: every
         room keeps its reference to this object and sees the new connections at once."""
         async with self._write_lock:
-            previous: list[aiosqlite.Connection | None] = [self.reader, self._writer]
-            previous += self.questions.replace(other.questions.connections)
-            self._writer, self.reader = other._writer, other.reader
-            self.generation += 1
+            previous = self._take_connections(other)
         for connection in previous:
             if connection is not None:
                 await _close_quietly(connection, self.path)
+
+    def _take_connections(self, other: Database) -> list[aiosqlite.Connection | None]:
+        """Serve from `other`'s connections from now on; returns ours, for closing. Called with
+        the write lock held."""
+        previous: list[aiosqlite.Connection | None] = [self.reader, self._writer]
+        previous += self.questions.replace(other.questions.connections)
+        self._writer, self.reader = other._writer, other.reader
+        self._identity = other._identity
+        self.generation += 1
+        return previous
+
+    async def renew_log(self) -> bool:
+        """Copy the whole write-ahead log into the database file, then reconnect. For a log
+        deleted under this process: its connections keep writing to a file no other process
+        can open, and that would be lost with this process. False when a reader's snapshot kept
+        the copy from completing (the next look tries again)."""
+        writer = self._writer
+        if writer is None:
+            return False
+        async with self._write_lock:
+            ((busy, _, _),) = await writer.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
+            if busy:
+                return False
+            previous = self._take_connections(await Database.open(self.path))
+        for connection in previous:
+            if connection is not None:
+                await _close_quietly(connection, self.path)
+        return True
 
     async def close(self) -> None:
         async with self._write_lock:
@@ -315,23 +426,44 @@ async def _open_unwritable_reader(path: Path, cache_kib: int) -> aiosqlite.Conne
 
 
 async def _schema_version(db: aiosqlite.Connection) -> int:
-    """0 for an empty file; raises IndexUnusable for anything that is not a filescout index."""
+    """0 for an empty file (or one filescout has only marked as its own); raises IndexForeign
+    for anything that is not a filescout index."""
     ((app_id,),) = await db.execute_fetchall("PRAGMA application_id")
     tables = {
         row[0] for row in await db.execute_fetchall("SELECT name FROM sqlite_master WHERE type = 'table'")
     }
-    if app_id == 0 and not tables:
+    if app_id in (0, APPLICATION_ID) and not tables:
         return 0
     if app_id != APPLICATION_ID or "schema_version" not in tables:
-        raise IndexUnusable("not a filescout index")
+        raise IndexForeign("not a filescout index")
     rows = list(await db.execute_fetchall("SELECT version FROM schema_version"))
     return int(rows[0][0]) if rows else 0
 
 
-async def _migrate(db: aiosqlite.Connection) -> None:
+async def _require_schema(db: aiosqlite.Connection) -> None:
+    """IndexDamaged if a table or index of the schema is gone: every statement that needs it
+    would fail until the file is rebuilt."""
+    missing = sorted(schema_objects() - _object_names(await db.execute_fetchall(_OBJECTS)))
+    if missing:
+        raise IndexDamaged(f"the index lacks {', '.join(missing)}")
+
+
+async def _usable_version(db: aiosqlite.Connection) -> int:
     version = await _schema_version(db)
     if version > SCHEMA_VERSION:
-        raise IndexUnusable(f"index schema {version} is newer than this filescout ({SCHEMA_VERSION})")
+        raise IndexTooNew(f"index schema {version} is newer than this filescout ({SCHEMA_VERSION})")
+    return version
+
+
+async def _mark_as_ours(db: aiosqlite.Connection) -> None:
+    """Write filescout's application id into a new file's own header, before the write-ahead log
+    exists: a file killed at any later moment is then recognisably an index of ours by its bytes
+    (in the log, the id would reach the file only at the first checkpoint)."""
+    await db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+
+async def _migrate(db: aiosqlite.Connection) -> None:
+    version = await _usable_version(db)
     if version == SCHEMA_VERSION:
         return
     await db.execute("BEGIN IMMEDIATE")

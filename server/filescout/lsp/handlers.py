@@ -45,8 +45,12 @@ UNWATCHED_RECONCILE_SECONDS = 60
 
 
 def engine_hooks(ls: FilescoutServer) -> Hooks:
-    """Status notifications and work-done progress: how the engine reaches the editor."""
-    return Hooks(on_status=ls.send_status, progress=functools.partial(WorkDoneProgress.create, ls))
+    """Status notifications, messages and work-done progress: how the engine reaches the editor."""
+    return Hooks(
+        on_status=ls.send_status,
+        on_warning=lambda message: ls.show_warnings([message]),
+        progress=functools.partial(WorkDoneProgress.create, ls),
+    )
 
 
 def reconcile_interval(configured: float | None, watching: bool) -> float:

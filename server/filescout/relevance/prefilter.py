@@ -241,7 +241,8 @@ async def prefilter(
         if votes is not None:
             votes.cancel()
         raise
-    hits = {path: hit for path, hit in matches.hits.items() if scope.matches(path)}
+    inside = await scope.kept(matches.hits)
+    hits = {path: hit for path, hit in matches.hits.items() if path in inside}
     namings = name_files(query.mentions, hits) if query.mentions else {}
     scored = first_scores(query, matches, hits, namings, time.time() if now is None else now)
     # The repository's history (git work trees): votes of similar past commits, co-change.
