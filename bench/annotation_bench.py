@@ -30,8 +30,8 @@ from filescout.annotate.llm import (
     plan_requests,
 )
 from filescout.annotate.structural import annotate_structure
-from filescout.ignore import IgnoreRules
-from filescout.scan import enumerate_files, read_record, stat_inside
+from filescout.scan.ignore import IgnoreRules
+from filescout.scan.tree import enumerate_files, read_record, stat_inside
 
 TYPICAL_ANSWER = (
     '{"path": "src/package/module_name.py", "summary": "'

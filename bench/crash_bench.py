@@ -45,7 +45,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from filescout.config import default_db_path  # noqa: E402
+from filescout.engine.settings import default_db_path  # noqa: E402
 from index_audit import audit, differences, rows_by_path  # noqa: E402
 from lsp_client import BenchClient, start, stop  # noqa: E402
 from make_workspace import generate  # noqa: E402

@@ -28,16 +28,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from filescout.annotate.structural import ANNOTATOR_ID
-from filescout.config import default_db_path
 from filescout.engine import Workspace
-from filescout.engine.history import HistoryKeeper
-from filescout.history import MAX_COMMITS
+from filescout.engine.history_keeper import HistoryKeeper
+from filescout.engine.settings import default_db_path
 from filescout.index import Index
 from filescout.relevance.filters import PathFilter
-from filescout.relevance.history import lift_by_history, past_votes
+from filescout.relevance.past_commits import lift_by_history, past_votes
 from filescout.relevance.prefilter import KIND_PRIOR, prefilter
 from filescout.relevance.query import analyse
 from filescout.relevance.signals import Signals
+from filescout.vcs.commits import MAX_COMMITS
 from relevance import git_dir, workspace_with_history
 
 REPO = "git/git"

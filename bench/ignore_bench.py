@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from filescout.ignore import IgnoreRules
+from filescout.scan.ignore import IgnoreRules
 
 Question = tuple[str, bool | None, list[str] | None]
 """(path, is it a directory, or None for "the walk enters this directory"; its .gitignore)"""

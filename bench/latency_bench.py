@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from filescout.annotate.structural import ANNOTATOR_ID
-from filescout.config import db_path_for, load_settings
+from filescout.engine.settings import db_path_for, load_settings
 from filescout.index import Index
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.prefilter import prefilter

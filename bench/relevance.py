@@ -41,8 +41,8 @@ from pathlib import Path
 
 import pathspec
 
-from filescout.config import default_db_path
 from filescout.engine import Workspace
+from filescout.engine.settings import default_db_path
 from filescout.relevance.signals import ENVIRONMENT, SIGNALS, Signals
 from filescout_protocol.types import FindRelevantParams
 

@@ -41,8 +41,8 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 import secrets_corpus  # noqa: E402
 from fake_openai import FakeOpenAI  # noqa: E402
 from filescout.annotate.structural import annotate_structure  # noqa: E402
-from filescout.records import FileToAnnotate  # noqa: E402
-from filescout.redact import apply_rules, redact  # noqa: E402
+from filescout.core.records import FileToAnnotate  # noqa: E402
+from filescout.llm.redact import apply_rules, redact  # noqa: E402
 
 
 def load() -> str:

@@ -31,8 +31,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from fake_openai import FakeOpenAI  # noqa: E402
+from filescout.annotate.team_cache import SharedCache  # noqa: E402
 from filescout.engine import Hooks, Workspace  # noqa: E402
-from filescout.shared_cache import SharedCache  # noqa: E402
 from filescout_protocol.types import SharedCacheSettings  # noqa: E402
 from make_workspace import generate  # noqa: E402
 from postgres import PostgresDatabase, PostgresServer  # noqa: E402

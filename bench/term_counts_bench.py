@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from filescout.config import db_path_for, load_settings
+from filescout.engine.settings import db_path_for, load_settings
 from filescout.index import Index
 from filescout.relevance.query import analyse
 from latency_bench import percentile, queries

@@ -22,13 +22,13 @@ JOB_SIZE = 64
 
 
 def one_pass(root: Path, cache: int) -> dict[str, float]:
-    import filescout.text as text
+    import filescout.core.words as text
 
     text.INDEX_SPLIT_CACHE = cache
     from filescout.annotate.jobs import AnnotationJob, annotate_batch_packed
-    from filescout.ignore import IgnoreRules
-    from filescout.records import PendingFile
-    from filescout.scan import enumerate_files, read_outcomes
+    from filescout.core.records import PendingFile
+    from filescout.scan.ignore import IgnoreRules
+    from filescout.scan.tree import enumerate_files, read_outcomes
 
     listed = enumerate_files(root, IgnoreRules.for_workspace(root)).paths
     sized = [(path, os.lstat(root / path).st_size) for path in listed]

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from filescout.annotate.llm import shown_path
-from filescout.model import CHARS_PER_TOKEN
+from filescout.llm.client import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:  # the pipeline's helpers are imported by `run`: the corpus alone needs none
     from fake_openai import FakeOpenAI, Request

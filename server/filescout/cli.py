@@ -16,8 +16,8 @@ import msgspec
 
 from filescout import __version__
 from filescout import log as logsetup
-from filescout.errors import FilescoutError
-from filescout.progress import ProgressReporter
+from filescout.core.errors import FilescoutError
+from filescout.engine.progress import ProgressReporter
 from filescout_protocol.types import (
     FindRelevantParams,
     GetFilesParams,

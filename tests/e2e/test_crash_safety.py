@@ -11,7 +11,7 @@ import random
 import threading
 from pathlib import Path
 
-from filescout.config import default_db_path
+from filescout.engine.settings import default_db_path
 from index_audit import audit, regular_files
 from support import (
     TestClient,

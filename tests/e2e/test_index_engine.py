@@ -11,7 +11,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from filescout.config import default_db_path
+from filescout.engine.settings import default_db_path
 from support import (
     as_dict,
     execute,

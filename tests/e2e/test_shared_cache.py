@@ -19,9 +19,10 @@ import msgspec
 import pytest
 
 from fake_openai import FakeOpenAI
+from filescout.annotate.team_cache import TABLE, SharedCache
+from filescout.core.records import Annotation
 from filescout.engine import Hooks, Workspace
-from filescout.records import Annotation
-from filescout.shared_cache import TABLE, SharedCache
+from filescout.engine.sharing import cache_status
 from filescout_protocol.types import (
     FindRelevantParams,
     GetFilesParams,
@@ -289,7 +290,7 @@ async def test_a_password_with_unencoded_marks_is_refused_and_never_shown(pg_dat
         url = f"postgresql://{pg_database.user}:{password}@127.0.0.1:{server.port}/{pg_database.name}"
         cache = SharedCache(SharedCacheSettings(url=url))
         assert await cache.lookup("model:x/y/p1", ["0" * 32]) == {}
-        status = cache.status()
+        status = cache_status(cache)
         assert status.state == "refused" and "percent-encode" in (status.last_error or "")
         assert password not in repr(status) and password[:4] not in status.location
 
@@ -305,7 +306,7 @@ async def test_an_idle_connection_the_server_dropped_is_replaced(pg_database) ->
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (pg_database.user,)
         )
         found = await cache.lookup("model:x/y/p1", ["a" * 32, "b" * 32])
-        assert set(found) == {"a" * 32, "b" * 32} and cache.status().state == "ready"
+        assert set(found) == {"a" * 32, "b" * 32} and cache_status(cache).state == "ready"
     finally:
         await cache.close()
 

@@ -108,7 +108,7 @@ def test_index_without_a_model_imports_no_model_client_sdk_or_relevance(tmp_path
     env = environment(tmp_path)
     subprocess.run([sys.executable, "-c", PROBE, "index", str(root)], env=env, check=True, timeout=TIMEOUT)
     modules = imported(tmp_path)
-    assert "filescout.engine" in modules and "filescout.scan" in modules  # the probe saw the run
+    assert "filescout.engine" in modules and "filescout.scan.tree" in modules  # the probe saw the run
     assert unexpected(modules) == []
 
 
@@ -120,7 +120,7 @@ def test_a_warm_server_start_imports_no_annotation_grammar_model_client_or_relev
     )
     serve_until_ready(root, env)
     modules = imported(tmp_path)
-    assert "filescout.lsp.handlers" in modules and "filescout.scan" in modules
+    assert "filescout.lsp.handlers" in modules and "filescout.scan.tree" in modules
     # Nothing changed, so nothing is annotated: the grammars are not loaded either.
     assert unexpected(modules) == []
     assert "tree_sitter_language_pack" not in modules

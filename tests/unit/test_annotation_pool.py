@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 
 from filescout.annotate.jobs import AnnotationJob, annotate_batch_packed, unpack_batch
-from filescout.config import load_settings
+from filescout.core.records import Annotation, KnownFile, PendingFile
 from filescout.engine import Workspace
 from filescout.engine.annotation_pool import AnnotationPool, worker_count
+from filescout.engine.settings import load_settings
 from filescout.engine.structural_worker import ANNOTATION_BATCH, GATHER, Saves
-from filescout.ignore import IgnoreRules
 from filescout.index import Index
-from filescout.records import Annotation, KnownFile, PendingFile
-from filescout.scan import enumerate_files, read_outcomes, scan
+from filescout.scan.ignore import IgnoreRules
+from filescout.scan.tree import enumerate_files, read_outcomes, scan
 from filescout_protocol.types import GetFilesParams
 from support import make_large_workspace, make_workspace
 
@@ -136,7 +136,7 @@ async def test_a_worker_imports_what_it_runs_and_not_the_server(tmp_path: Path) 
         modules = set(await pool.run(eval, "list(__import__('sys').modules)"))
     finally:
         pool.close()
-    assert {"filescout.scan", "filescout.annotate.jobs"} <= modules
+    assert {"filescout.scan.tree", "filescout.annotate.jobs"} <= modules
     held = {name.split(".")[0] for name in modules} | modules
     server_side = ("filescout.engine", "filescout.index", "filescout.lsp", "filescout_protocol", "asyncio")
     assert sorted(held.intersection(server_side)) == []

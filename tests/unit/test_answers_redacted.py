@@ -15,14 +15,14 @@ import msgspec
 import pytest
 
 import secrets_corpus
-from filescout import redact as redact_module
 from filescout.annotate.structural import ANNOTATOR_ID as STRUCTURAL
 from filescout.annotate.structural import annotate_safely
+from filescout.core.records import FileToAnnotate
 from filescout.engine import Hooks, Workspace
 from filescout.engine.prompt import Listed, render
 from filescout.engine.shown import KEPT, shown
-from filescout.records import FileToAnnotate
-from filescout.redact import PLACEHOLDER
+from filescout.llm import redact as redact_module
+from filescout.llm.redact import PLACEHOLDER
 from filescout_protocol.types import (
     FileItem,
     FindRelevantParams,

@@ -9,15 +9,15 @@ from pathlib import Path
 from filescout.annotate.jobs import with_index_words
 from filescout.annotate.outline import MAX_SYMBOLS, outline_code
 from filescout.annotate.structural import ANNOTATOR_ID, annotate_structure
-from filescout.classify import classify
+from filescout.core.packing import ORDINALS
+from filescout.core.records import Annotation, Definition, DefinitionHit, FileRecord, FileToAnnotate
 from filescout.index import Index
-from filescout.packing import ORDINALS
-from filescout.records import Annotation, Definition, DefinitionHit, FileRecord, FileToAnnotate
 from filescout.relevance.definitions import roll_up
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.prefilter import prefilter
 from filescout.relevance.query import analyse
 from filescout.relevance.signals import Signals
+from filescout.scan.classify import classify
 
 
 def described(source: str, language: str) -> dict[str, Definition]:

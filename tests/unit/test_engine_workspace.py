@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from filescout.core.errors import InvalidParams, ReadOnly
 from filescout.engine import Hooks, Workspace
-from filescout.errors import InvalidParams, ReadOnly
 from filescout_protocol.types import FindRelevantParams, GetFilesParams, IndexStatus, Scope
 from support import SAMPLE_FILES, make_workspace
 

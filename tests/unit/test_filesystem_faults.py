@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from filescout.core.records import Annotation, FileRecord, PendingFile
 from filescout.engine import Hooks, Workspace
 from filescout.engine.structural_worker import read_text
-from filescout.ignore import IgnoreRules
 from filescout.index import Index
-from filescout.records import Annotation, FileRecord, PendingFile
-from filescout.scan import (
+from filescout.scan.ignore import IgnoreRules
+from filescout.scan.tree import (
     WorkspaceGone,
     content_hash,
     enumerate_files,

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from filescout.engine import Workspace
-from filescout.engine.history import HistoryKeeper
-from filescout.history import Head, HistoryReader, find_head
+from filescout.engine.history_keeper import HistoryKeeper
 from filescout.index import Index
-from filescout.relevance.history import past_reason
+from filescout.relevance.past_commits import past_reason
 from filescout.relevance.signals import ENVIRONMENT
+from filescout.vcs.commits import Head, HistoryReader, find_head
 from filescout_protocol.types import FindRelevantParams, FindRelevantResult, Scope
 
 COMMITTED = 1_700_000_000

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from filescout.config import load_settings
-from filescout.errors import InvalidParams
-from filescout.globs import Globs, InvalidPattern
-from filescout.ignore import MAX_IGNORE_PATTERNS, IgnoreRules
+from filescout.core.errors import InvalidParams
+from filescout.engine.settings import load_settings
 from filescout.relevance.filters import PathFilter
-from filescout.scan import git_ls_files, walk
+from filescout.scan.globs import Globs, InvalidPattern
+from filescout.scan.ignore import MAX_IGNORE_PATTERNS, IgnoreRules
+from filescout.scan.tree import git_ls_files, walk
 from filescout_protocol.types import MAX_FILE_SIZE_LIMIT, MAX_PATTERNS
 from support import run_git
 

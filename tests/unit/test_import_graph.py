@@ -6,15 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from filescout.annotate.structural import ANNOTATOR_ID, annotate_structure
-from filescout.classify import classify
-from filescout.imports import import_keys, provided_keys
+from filescout.core.import_keys import import_keys, provided_keys
+from filescout.core.records import FileRecord, FileToAnnotate
 from filescout.index import Index
-from filescout.records import FileRecord, FileToAnnotate
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.graph import Links, read_links, spread
 from filescout.relevance.prefilter import prefilter
 from filescout.relevance.query import analyse
 from filescout.relevance.signals import Signals
+from filescout.scan.classify import classify
 
 
 async def put(index: Index, files: dict[str, str]) -> None:

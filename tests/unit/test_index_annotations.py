@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest_asyncio
 
+from filescout.core.records import Annotation, Definition, FileRecord
 from filescout.index import Index
 from filescout.index.access import HALF_LIFE_SECONDS, current_score, ranked
-from filescout.records import Annotation, Definition, FileRecord
 
 STRUCTURAL = "structural/test"
 

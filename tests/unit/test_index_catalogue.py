@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from filescout.core.records import Annotation, FileRecord
 from filescout.index import FileFilter, Index
-from filescout.records import Annotation, FileRecord
 
 CURRENT = "structural/test"
 

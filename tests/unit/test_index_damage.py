@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from filescout.core.errors import WorkspaceUnavailable
 from filescout.engine import Hooks, Workspace
 from filescout.engine.faults import index_damage
-from filescout.errors import WorkspaceUnavailable
 from filescout_protocol.types import (
     FindRelevantParams,
     FindRelevantResult,

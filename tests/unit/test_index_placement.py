@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from filescout.config import default_db_path
+from filescout.core.errors import WorkspaceUnavailable
 from filescout.engine import Hooks, Workspace
 from filescout.engine.roles import set_index_aside
-from filescout.errors import WorkspaceUnavailable
+from filescout.engine.settings import default_db_path
 from filescout.index.schema import APPLICATION_ID, SCHEMA_VERSION
 from filescout_protocol.types import GetFilesParams
 from storage import tree_digest

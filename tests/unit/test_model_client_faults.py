@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from fake_openai import Action, FakeOpenAI
-from filescout.model import Budget, Completion, ModelClient, ModelError, ModelUnavailable, ask
+from filescout.llm.client import Budget, Completion, ModelClient, ModelError, ModelUnavailable, ask
 from filescout.relevance.judge import JudgeAnswer
 from filescout_protocol.types import BudgetSettings, ModelSettings
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from filescout.core.errors import InvalidParams, ReadOnly, WorkspaceUnavailable
 from filescout.engine import Hooks, Workspace
-from filescout.errors import InvalidParams, ReadOnly, WorkspaceUnavailable
 from filescout.index.annotations import Annotations
 from filescout.index.catalogue import FileFilter, covering_prefixes
-from filescout.scan import printable, split_undecodable
+from filescout.scan.tree import printable, split_undecodable
 from filescout_protocol.types import FindRelevantParams, GetFilesParams
 from mounts import Mounts, fill_workspace, mounts_under
 from support import SAMPLE_BINARY, SAMPLE_FILES, make_workspace, run_git

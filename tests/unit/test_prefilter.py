@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest_asyncio
 
 from filescout.annotate.structural import ANNOTATOR_ID, annotate_structure
-from filescout.classify import classify
+from filescout.core.records import FileRecord, FileToAnnotate
 from filescout.index import Index
-from filescout.records import FileRecord, FileToAnnotate
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.prefilter import TextMatches, find_named_files, prefilter, telling_terms
 from filescout.relevance.query import analyse
 from filescout.relevance.signals import Signals
+from filescout.scan.classify import classify
 
 FILES = {
     "app/routing.py": "class Router:\n    def add_route(self, path, handler):\n        pass\n\n"

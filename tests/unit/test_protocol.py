@@ -7,8 +7,8 @@ import json
 import msgspec
 import pytest
 
-from filescout.errors import InvalidParams
-from filescout.params import decode_params
+from filescout.core.errors import InvalidParams
+from filescout.rpc.params import decode_params
 from filescout_protocol import schema, types
 
 

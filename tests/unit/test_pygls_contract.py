@@ -1,4 +1,4 @@
-"""The connection (`lsp/connection.py`, `lsp/wire.py`) overrides private methods of pygls's
+"""The connection (`lsp/connection.py`, `lsp/partial_results.py`) overrides private methods of pygls's
 protocol and reads one of its private attributes; pyproject pins pygls to the minor version they
 were written against. This test fails, naming what moved, when an installed pygls no longer has
 them as the overrides expect — before a subtly broken server does."""
@@ -27,7 +27,7 @@ CALLED = ["handle_message", "structure_message", "get_message_type"]
 def test_pyproject_pins_the_minor_version_installed() -> None:
     assert version("pygls").startswith(PINNED_MINOR + "."), (
         f"pygls {version('pygls')} is installed; the overrides were checked against {PINNED_MINOR}.x: "
-        "review lsp/connection.py and lsp/wire.py, then move the pin in pyproject.toml and here"
+        "review lsp/connection.py and lsp/partial_results.py, then move the pin in pyproject.toml and here"
     )
 
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from filescout.annotate.llm import ModelInput, render_file
 from filescout.annotate.structural import annotate_structure
-from filescout.quoting import block, defuse, fenced, lines, one_line
-from filescout.records import FileEntry, FileToAnnotate
+from filescout.core.records import FileEntry, FileToAnnotate
+from filescout.llm.quoting import block, defuse, fenced, lines, one_line
 from filescout.relevance.judge import describe, shown_path
 from gullible_model import ATTACKS, CLOSING, OPENING, TURN_MARKER, outside_data
 

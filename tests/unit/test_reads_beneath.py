@@ -21,7 +21,10 @@ from pathlib import Path
 import pytest
 
 from filescout.annotate.jobs import AnnotationJob, annotate_batch, read_text
-from filescout.beneath import (
+from filescout.core.records import PendingFile
+from filescout.core.words import content_text
+from filescout.engine.settings import from_file
+from filescout.scan.beneath import (
     MAX_LINKS,
     MAX_RULES_FILE_BYTES,
     LinkRefused,
@@ -29,13 +32,10 @@ from filescout.beneath import (
     RootDir,
     read_rules_file,
 )
-from filescout.classify import classify
-from filescout.config import from_file
-from filescout.history import head_signature
-from filescout.ignore import IgnoreRules
-from filescout.records import PendingFile
-from filescout.scan import content_hash, read_outcome, read_outcomes, read_record, stat_inside, walk
-from filescout.text import content_text
+from filescout.scan.classify import classify
+from filescout.scan.ignore import IgnoreRules
+from filescout.scan.tree import content_hash, read_outcome, read_outcomes, read_record, stat_inside, walk
+from filescout.vcs.commits import head_signature
 
 SECRET = "zqxOutsideSecret"
 SECRET_SOURCE = f"def {SECRET}():\n    return 'kept outside the workspace'\n"

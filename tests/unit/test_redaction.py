@@ -16,9 +16,9 @@ import secrets_corpus
 from filescout.annotate.llm import ModelInput, render_file
 from filescout.annotate.llm import shown_path as shown_in_annotation_prompt
 from filescout.annotate.structural import annotate_structure
-from filescout.model import CHARS_PER_TOKEN
-from filescout.records import Annotation, FileToAnnotate
-from filescout.redact import (
+from filescout.core.records import Annotation, FileToAnnotate
+from filescout.llm.client import CHARS_PER_TOKEN
+from filescout.llm.redact import (
     BASE64_ALPHABET,
     CASE_FOLDS,
     HEX_ALPHABET,

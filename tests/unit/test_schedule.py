@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from filescout.schedule import BACKGROUND, NEIGHBOUR, TOUCHED, AnnotationQueue
+from filescout.engine.queue import BACKGROUND, NEIGHBOUR, TOUCHED, AnnotationQueue
 
 
 def test_touched_first_newest_first_then_neighbours_then_backlog() -> None:

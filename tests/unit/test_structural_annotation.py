@@ -9,8 +9,8 @@ import pytest
 
 from filescout.annotate.base import FileToAnnotate
 from filescout.annotate.structural import annotate_structure
-from filescout.classify import classify
-from filescout.redact import redact
+from filescout.llm.redact import redact
+from filescout.scan.classify import classify
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "languages"
 

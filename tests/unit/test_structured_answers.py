@@ -16,7 +16,7 @@ from filescout.annotate.base import FileToAnnotate
 from filescout.annotate.llm import ASK_AGAIN as ASK_AGAIN_FOR_FILES
 from filescout.annotate.llm import AnswerBatch, ModelAnnotator, ModelInput
 from filescout.annotate.structural import annotate_structure
-from filescout.model import (
+from filescout.llm.client import (
     ASK_AGAIN,
     Budget,
     MalformedAnswer,

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from filescout.classify import classify, is_sensitive, kind_of, language_of
-from filescout.config import default_db_path, load_settings
-from filescout.errors import InvalidParams
-from filescout.ignore import IgnoreRules
-from filescout.paths import to_relative
-from filescout.scan import walk
-from filescout.text import BODY_TERM_CAP, body_words, split_identifier, words
+from filescout.core.errors import InvalidParams
+from filescout.core.paths import to_relative
+from filescout.core.words import BODY_TERM_CAP, body_words, split_identifier, words
+from filescout.engine.settings import default_db_path, load_settings
+from filescout.scan.classify import classify, is_sensitive, kind_of, language_of
+from filescout.scan.ignore import IgnoreRules
+from filescout.scan.tree import walk
 
 
 def test_identifier_splitting() -> None:
@@ -289,7 +289,7 @@ def test_workspace_file_cannot_send_content_or_keys_elsewhere(tmp_path: Path) ->
 
 
 def test_provider_labels() -> None:
-    from filescout.model import provider_of
+    from filescout.llm.client import provider_of
     from filescout_protocol.types import ModelSettings
 
     assert provider_of(ModelSettings(model="m")) == "openai"
@@ -299,7 +299,7 @@ def test_provider_labels() -> None:
 
 
 def test_circuit_breaker_opens_doubles_and_closes() -> None:
-    from filescout.model import CircuitBreaker
+    from filescout.llm.client import CircuitBreaker
 
     now = [100.0]
     breaker = CircuitBreaker(cooldown=10, clock=lambda: now[0])
@@ -324,7 +324,7 @@ def test_retry_after_forms() -> None:
     from email.utils import format_datetime
     from types import SimpleNamespace
 
-    from filescout.model import retry_after
+    from filescout.llm.client import retry_after
 
     def error(headers: dict) -> SimpleNamespace:
         return SimpleNamespace(response=SimpleNamespace(headers=headers))
@@ -340,7 +340,7 @@ def test_retry_after_forms() -> None:
 def test_json_extraction_tolerates_fences_and_prose() -> None:
     import msgspec
 
-    from filescout.model import extract_json
+    from filescout.llm.client import extract_json
 
     class Answer(msgspec.Struct):
         files: list[str]

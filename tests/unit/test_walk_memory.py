@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from filescout.core.records import DirectoryListing
 from filescout.engine import Hooks, Workspace
-from filescout.ignore import IgnoreRules
-from filescout.records import DirectoryListing
-from filescout.scan import RACY_NS, WalkMemory, walk
+from filescout.scan.ignore import IgnoreRules
+from filescout.scan.tree import RACY_NS, WalkMemory, walk
 from filescout_protocol.types import GetFilesParams
 from support import make_workspace
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from filescout.core.errors import WorkspaceUnavailable
+from filescout.core.paths import ALLOW_ANY_ROOT, file_system_type, unsafe_root_reason
 from filescout.engine import Workspace
-from filescout.errors import WorkspaceUnavailable
-from filescout.ignore import IgnoreRules
-from filescout.paths import ALLOW_ANY_ROOT, file_system_type, unsafe_root_reason
-from filescout.scan import WalkMemory, enumerate_files, walk
+from filescout.scan.ignore import IgnoreRules
+from filescout.scan.tree import WalkMemory, enumerate_files, walk
 from support import make_workspace, run_git
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from filescout.records import Annotation, FileToAnnotate
+from filescout.core.records import Annotation, FileToAnnotate
 
 SUMMARY_LIMIT = 300
 TAG_LIMIT = 8

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from filescout.annotate.base import TAG_LIMIT, clip
-from filescout.records import Annotation, FileToAnnotate
-from filescout.text import STOPWORDS, split_identifier
+from filescout.core.records import Annotation, FileToAnnotate
+from filescout.core.words import STOPWORDS, split_identifier
 
 MAX_SYMBOLS = 40
 

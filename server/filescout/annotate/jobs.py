@@ -12,11 +12,11 @@ from pathlib import Path
 import msgspec
 
 from filescout.annotate.structural import annotate_safely
-from filescout.beneath import RootDir, opened, read_regular
-from filescout.packing import prepare
-from filescout.records import Annotation, FileToAnnotate, IndexWords, PendingFile
-from filescout.scan import content_hash
-from filescout.text import content_text, join_words
+from filescout.core.packing import prepare
+from filescout.core.records import Annotation, FileToAnnotate, IndexWords, PendingFile
+from filescout.core.words import content_text, join_words
+from filescout.scan.beneath import RootDir, opened, read_regular
+from filescout.scan.tree import content_hash
 
 
 @dataclass(slots=True)

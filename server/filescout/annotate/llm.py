@@ -3,7 +3,7 @@
 What reaches the model: the path, language and kind, the structural outline (summary, symbols,
 imports) and the first `file_tokens` tokens of content, all passed through `redact`. Sensitive
 files never get here. Several small files share one request to save the per-request overhead.
-All of it is data between `<files>` and `</files>` (`quoting.py`): nothing in a file can end that
+All of it is data between `<files>` and `</files>` (`llm/quoting.py`): nothing in a file can end that
 block, pass for a turn of the conversation, or close the fence around its excerpt.
 
 The answer names each file by its path as the prompt shows it, which is the redacted path (a file
@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import msgspec
 
 from filescout.annotate.base import SUMMARY_LIMIT, TAG_LIMIT, clip
-from filescout.model import (
+from filescout.core.records import Annotation
+from filescout.llm.client import (
     CHARS_PER_TOKEN,
     Answer,
     MalformedAnswer,
@@ -30,9 +31,8 @@ from filescout.model import (
     ask,
     estimate_tokens,
 )
-from filescout.quoting import block, fenced, lines, one_line
-from filescout.records import Annotation
-from filescout.redact import redact, redact_head
+from filescout.llm.quoting import block, fenced, lines, one_line
+from filescout.llm.redact import redact, redact_head
 
 log = logging.getLogger(__name__)
 

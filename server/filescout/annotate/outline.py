@@ -19,7 +19,7 @@ from functools import cache
 from tree_sitter import Node, Parser
 
 from filescout.annotate.base import clip
-from filescout.records import Definition
+from filescout.core.records import Definition
 
 if sys.version_info >= (3, 11):
     import tomllib

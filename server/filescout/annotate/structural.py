@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from filescout.annotate.base import TAG_LIMIT, clip
 from filescout.annotate.heuristic import annotate_text as annotate_by_lines
 from filescout.annotate.outline import Outline, has_grammar, outline_code, outline_data, outline_markdown
-from filescout.records import Annotation, FileToAnnotate
-from filescout.text import CAMEL_PART, STOPWORDS, body_words
+from filescout.core.records import Annotation, FileToAnnotate
+from filescout.core.words import CAMEL_PART, STOPWORDS, body_words
 
 log = logging.getLogger(__name__)
 
@@ -324,7 +324,7 @@ def annotate_safely(item: FileToAnnotate, *, with_words: bool = True) -> Annotat
 def redacted(annotation: Annotation) -> Annotation:
     """The annotation with its summary and tags redacted (in the worker, off the server's loop;
     most texts pass redaction's screen untouched)."""
-    from filescout.redact import redact  # here, not above: its patterns cost startup 30 ms
+    from filescout.llm.redact import redact  # here, not above: its patterns cost startup 30 ms
 
     summary = redact(annotation.summary)
     tags = [redact(tag) for tag in annotation.tags]

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import msgspec
 
+from filescout.core.errors import InvalidParams
+from filescout.core.records import RankedFile, RelevanceStage
 from filescout.engine.prompt import Listed, render
 from filescout.engine.shown import shown
-from filescout.errors import InvalidParams
-from filescout.records import RankedFile, RelevanceStage
-from filescout.redact import redact
+from filescout.llm.redact import redact
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.find import Question, RelevanceUpdate
 from filescout_protocol.types import FindRelevantParams, FindRelevantResult, RelevanceOptions, RelevantItem

@@ -6,11 +6,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from filescout.core.records import IndexPhase
 from filescout.engine.background import Background
 from filescout.engine.faults import disk_full_message, is_disk_full
 from filescout.engine.hooks import StatusListener
 from filescout.index import Index
-from filescout.records import IndexPhase
 from filescout_protocol.types import IndexStatus
 
 log = logging.getLogger(__name__)

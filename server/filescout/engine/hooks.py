@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from filescout.progress import NullProgress, ProgressReporter
+from filescout.engine.progress import NullProgress, ProgressReporter
 from filescout_protocol.types import IndexStatus
 
 StatusListener = Callable[[IndexStatus], None]

@@ -10,11 +10,11 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from filescout.core.errors import InvalidParams
+from filescout.core.records import FileEntry
 from filescout.engine.prompt import Listed, render
 from filescout.engine.shown import shown
-from filescout.errors import InvalidParams
 from filescout.index import FileFilter, Index
-from filescout.records import FileEntry
 from filescout.relevance.filters import PathFilter, decode_cursor, encode_cursor
 from filescout_protocol.types import FileItem, GetFilesPage, GetFilesParams
 

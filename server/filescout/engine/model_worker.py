@@ -11,14 +11,14 @@ from pathlib import Path
 
 from filescout.annotate.llm import MAX_FILES_PER_REQUEST, ModelAnnotator, ModelInput
 from filescout.annotate.structural import StructuralAnnotator
+from filescout.annotate.team_cache import SharedCache, driver_missing
+from filescout.core.records import Annotation, PendingFile
 from filescout.engine.hooks import Hooks
+from filescout.engine.progress import ProgressReporter
+from filescout.engine.queue import NEIGHBOUR, AnnotationQueue
 from filescout.engine.structural_worker import Rescan, read_current
 from filescout.index import Index
-from filescout.model import Budget, BudgetSpent, ModelClient, ModelError, ModelRefused, ModelUnavailable
-from filescout.progress import ProgressReporter
-from filescout.records import Annotation, PendingFile
-from filescout.schedule import NEIGHBOUR, AnnotationQueue
-from filescout.shared_cache import SharedCache, driver_missing
+from filescout.llm.client import Budget, BudgetSpent, ModelClient, ModelError, ModelRefused, ModelUnavailable
 from filescout_protocol.types import Settings
 
 log = logging.getLogger(__name__)

@@ -16,20 +16,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from filescout.config import CONFIG_FILE
+from filescout.core.errors import WorkspaceUnavailable
+from filescout.core.records import DirectoryListing, KnownFile, ScanTotals
 from filescout.engine.annotation_pool import AnnotationPool
 from filescout.engine.background import Background
 from filescout.engine.board import StatusBoard
-from filescout.engine.history import HistoryKeeper
+from filescout.engine.history_keeper import HistoryKeeper
 from filescout.engine.hooks import Hooks
+from filescout.engine.progress import NullProgress, ProgressReporter
+from filescout.engine.queue import TOUCHED
 from filescout.engine.scheduler import Scheduler
+from filescout.engine.settings import CONFIG_FILE
 from filescout.engine.structural_worker import SCAN_SHARE, PassProgress
-from filescout.errors import WorkspaceUnavailable
-from filescout.ignore import FILESCOUTIGNORE, IgnoreRules
 from filescout.index import Index
-from filescout.progress import NullProgress, ProgressReporter
-from filescout.records import DirectoryListing, KnownFile, ScanTotals
-from filescout.scan import (
+from filescout.scan.ignore import FILESCOUTIGNORE, IgnoreRules
+from filescout.scan.tree import (
     RACY_NS,
     Listing,
     ReadJob,
@@ -46,7 +47,6 @@ from filescout.scan import (
     scan,
     scan_paths,
 )
-from filescout.schedule import TOUCHED
 from filescout_protocol.types import Settings
 
 log = logging.getLogger(__name__)

@@ -50,7 +50,7 @@ def _clean(text: str) -> str:
 def _entry(rank: int, item: Listed, *, with_summary: bool = True) -> str:
     """A file's lines: its path as it is (the reader opens it), its summary and reason redacted
     (the faces' items are already; this holds for any caller)."""
-    from filescout.redact import redact  # here, not above: its patterns cost startup 30 ms
+    from filescout.llm.redact import redact  # here, not above: its patterns cost startup 30 ms
 
     lines = [f"{rank}. {_clean(item.path)}"]
     if with_summary and item.summary:

@@ -15,12 +15,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from filescout.core.errors import WorkspaceUnavailable
+from filescout.core.records import ScanTotals
 from filescout.engine.background import Background
 from filescout.engine.faults import damaged_elsewhere_message, damaged_message, index_damage
 from filescout.engine.roles import Roles, set_index_aside
-from filescout.errors import WorkspaceUnavailable
 from filescout.index import Index
-from filescout.records import ScanTotals
 
 log = logging.getLogger(__name__)
 

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
+from filescout.core.errors import ReadOnly, WorkspaceUnavailable
 from filescout.engine.faults import (
     FULL_ERRNOS,
     UNWRITABLE_ERRNOS,
@@ -26,9 +27,9 @@ from filescout.engine.faults import (
     disk_full_message,
     is_disk_full,
 )
-from filescout.errors import ReadOnly, WorkspaceUnavailable
 from filescout.index import Index
 from filescout.index.database import IndexForeign, IndexTooNew
+from filescout.index.lock import WriterLock
 from filescout.index.ondisk import (
     HEADER_BYTES,
     application_id,
@@ -37,7 +38,6 @@ from filescout.index.ondisk import (
     lost_log,
     read_start,
 )
-from filescout.lock import WriterLock
 
 log = logging.getLogger(__name__)
 

@@ -8,19 +8,19 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from filescout.beneath import RootDir, read_regular
+from filescout.core.import_keys import import_candidates
+from filescout.core.records import FileEntry
+from filescout.core.words import content_text
 from filescout.engine.annotation_pool import AnnotationPool
 from filescout.engine.background import Background
 from filescout.engine.board import StatusBoard
 from filescout.engine.hooks import Hooks
 from filescout.engine.model_worker import ModelWorker
+from filescout.engine.queue import BACKGROUND, NEIGHBOUR, TOUCHED
 from filescout.engine.roles import Roles
 from filescout.engine.structural_worker import Rescan, StructuralWorker
-from filescout.imports import import_candidates
 from filescout.index import Index
-from filescout.records import FileEntry
-from filescout.schedule import BACKGROUND, NEIGHBOUR, TOUCHED
-from filescout.text import content_text
+from filescout.scan.beneath import RootDir, read_regular
 
 NEIGHBOURS_PER_TOUCH = 24
 HEAD_BYTES = 64 * 1024

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from filescout.errors import WorkspaceUnavailable
+from filescout.annotate.team_cache import SharedCache
+from filescout.core.errors import WorkspaceUnavailable
+from filescout.core.records import Annotation
 from filescout.index import Index
-from filescout.records import Annotation
-from filescout.shared_cache import SharedCache
 from filescout_protocol.types import SharedCacheSettings, SharedCacheStatus
 
 
@@ -57,7 +57,7 @@ async def push(index: Index, settings: SharedCacheSettings) -> PushReport:
                 await cache.store(annotator, annotations)
             if cache.state != "ready":
                 break
-        return PushReport(annotations=total, status=cache.status())
+        return PushReport(annotations=total, status=cache_status(cache))
     finally:
         await cache.close()
 
@@ -75,6 +75,21 @@ async def report(index: Index, settings: SharedCacheSettings) -> CacheReport:
                 by_annotator.setdefault(annotator, []).append(digest)
             for annotator, hashes in by_annotator.items():
                 covered += len(await cache.lookup(annotator, hashes))
-        return CacheReport(status=cache.status(), entries=entries, covered=covered, local=local)
+        return CacheReport(status=cache_status(cache), entries=entries, covered=covered, local=local)
     finally:
         await cache.close()
+
+
+def cache_status(cache: SharedCache) -> SharedCacheStatus:
+    """The team cache as a client sees it."""
+    return SharedCacheStatus(
+        state=cache.state,
+        mode=cache.settings.mode,
+        location=cache.location,
+        hits=cache.hits,
+        misses=cache.misses,
+        stored=cache.stored,
+        rejected=cache.rejected,
+        tokens_saved=cache.tokens_saved,
+        last_error=cache.last_error or cache.write_refused,
+    )

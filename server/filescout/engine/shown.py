@@ -143,7 +143,7 @@ def _screened(text: str) -> bool:
     if not text:
         return False
     # Imported here, not above: compiling the patterns costs startup 30 ms.
-    from filescout.redact import might_hold_secret
+    from filescout.llm.redact import might_hold_secret
 
     return might_hold_secret(text)
 
@@ -164,7 +164,7 @@ def _collect(value: Any, texts: list[str]) -> None:
 
 
 def _redacted(value: Any) -> Any:
-    from filescout.redact import redact
+    from filescout.llm.redact import redact
 
     if isinstance(value, str):
         return redact(value)

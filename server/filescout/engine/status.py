@@ -13,9 +13,10 @@ from filescout.engine.model_worker import ModelWorker
 from filescout.engine.passes import SKIPPED_NAMES
 from filescout.engine.roles import Roles
 from filescout.engine.scheduler import Scheduler
+from filescout.engine.sharing import cache_status
 from filescout.engine.shown import shown
 from filescout.index import Index
-from filescout.model import CHARS_PER_TOKEN, BudgetSpent
+from filescout.llm.client import CHARS_PER_TOKEN, BudgetSpent
 from filescout_protocol.types import PROTOCOL_VERSION, ModelStatus, Settings, StatusResult
 
 ESTIMATED_OUTLINE_TOKENS = 200  # outline and a share of the instructions, per file
@@ -45,7 +46,7 @@ async def workspace_status(
             writer_pid=roles.writer_pid(),
             queued=len(scheduler.structural.queue),
             model=await model_status(scheduler.model, settings, index, scheduler.structural.id),
-            shared_cache=scheduler.model.shared.status() if scheduler.model.shared is not None else None,
+            shared_cache=cache_status(scheduler.model.shared) if scheduler.model.shared is not None else None,
             last_error=board.last_error,
             skipped_names=int(await index.meta.get(SKIPPED_NAMES) or 0),
         )

@@ -11,24 +11,24 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from filescout.config import db_path_for, default_db_path, load_settings
+from filescout.core.errors import InvalidParams, WorkspaceUnavailable
+from filescout.core.paths import to_relative, unsafe_root_reason
+from filescout.core.records import ScanTotals
 from filescout.engine import sharing
 from filescout.engine.annotation_pool import AnnotationPool, worker_count
 from filescout.engine.background import Background
 from filescout.engine.board import StatusBoard
-from filescout.engine.history import HistoryKeeper
+from filescout.engine.history_keeper import HistoryKeeper
 from filescout.engine.hooks import Hooks
 from filescout.engine.listing import FileListing, file_item
 from filescout.engine.passes import Indexer
+from filescout.engine.queue import BACKGROUND
 from filescout.engine.repair import IndexRepair
 from filescout.engine.roles import Role, Roles
 from filescout.engine.scheduler import Scheduler
+from filescout.engine.settings import db_path_for, default_db_path, load_settings
 from filescout.engine.status import workspace_status
-from filescout.errors import InvalidParams, WorkspaceUnavailable
 from filescout.index import Index
-from filescout.paths import to_relative, unsafe_root_reason
-from filescout.records import ScanTotals
-from filescout.schedule import BACKGROUND
 from filescout_protocol.types import (
     FileItem,
     FindRelevantParams,

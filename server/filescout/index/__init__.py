@@ -14,7 +14,7 @@
     directories what a directory walk listed in each directory, for the next walk
     meta        small facts about the index itself
 
-Nothing here knows the wire protocol: rooms take and return plain records (`filescout.records`).
+Nothing here knows the wire protocol: rooms take and return plain records (`filescout.core.records`).
 """
 
 from __future__ import annotations

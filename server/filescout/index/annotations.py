@@ -9,12 +9,12 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 
 import msgspec
 
+from filescout.core.packing import prepare
+from filescout.core.records import Annotation, PendingFile, PreparedDefinitions
 from filescout.index.catalogue import Catalogue
 from filescout.index.database import Database, json_list
 from filescout.index.definitions import DefinitionIndex
 from filescout.index.search import ContentIndex
-from filescout.packing import prepare
-from filescout.records import Annotation, PendingFile, PreparedDefinitions
 
 _decode_list = msgspec.json.Decoder(list[str]).decode
 _encode = msgspec.json.encode

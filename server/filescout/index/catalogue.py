@@ -15,11 +15,11 @@ from typing import Any
 import aiosqlite
 import msgspec
 
+from filescout.core.records import FileEntry, FileRecord, IndexWords, KnownFile
 from filescout.index.access import AccessLog
 from filescout.index.database import Database, json_list
 from filescout.index.graph import ImportGraph
 from filescout.index.search import ContentIndex, DescriptionIndex
-from filescout.records import FileEntry, FileRecord, IndexWords, KnownFile
 
 _decode_list = msgspec.json.Decoder(list[str]).decode
 

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 
 import aiosqlite
 
+from filescout.core.packing import ORDINAL_BITS, ORDINALS, unpack, unpack_each, unpack_one, unpack_words
+from filescout.core.records import Definition, DefinitionHit, PreparedDefinitions
 from filescout.index.database import Database, json_list
-from filescout.packing import ORDINAL_BITS, ORDINALS, unpack, unpack_each, unpack_one, unpack_words
-from filescout.records import Definition, DefinitionHit, PreparedDefinitions
 
 DefinitionWeights = tuple[float, float, float, float]
 """BM25 column weights: name, container, signature, doc."""

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from filescout.core.records import DirectoryListing
 from filescout.index.database import Database, json_list
-from filescout.records import DirectoryListing
 
 SEPARATOR = "/"
 """Between the names of one directory's entries: no name contains it."""

@@ -1,4 +1,4 @@
-"""The import graph: `import_keys`, what each file imports as keys (filescout.imports).
+"""The import graph: `import_keys`, what each file imports as keys (filescout.core.import_keys).
 
 A file's keys are rebuilt whenever it shows another annotation (its content changed, or an
 annotator described it) and dropped when it goes. The file an import names is found by key at
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 import aiosqlite
 import msgspec
 
-from filescout.imports import import_keys
+from filescout.core.import_keys import import_keys
 from filescout.index.database import Database, json_list
 
 _decode_list = msgspec.json.Decoder(list[str]).decode

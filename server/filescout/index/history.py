@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import aiosqlite
 
+from filescout.core.records import PastCommit
+from filescout.core.words import body_words
 from filescout.index.database import Database, json_list
-from filescout.records import PastCommit
-from filescout.text import body_words
 
 
 @dataclass(frozen=True, slots=True)

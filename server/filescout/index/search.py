@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 import aiosqlite
 import msgspec
 
+from filescout.core.records import IndexWords, SearchHit
+from filescout.core.words import join_words, pack_words, path_words, unpack_words
 from filescout.index.database import Database, json_list
-from filescout.records import IndexWords, SearchHit
-from filescout.text import join_words, pack_words, path_words, unpack_words
 
 _decode_list = msgspec.json.Decoder(list[str]).decode
 

@@ -24,11 +24,11 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
 
-from filescout.jsonrpc import valid_id
 from filescout.lsp.framing import Frame, FrameError, FrameParser, read_frame
 from filescout.lsp.messages import Checked, Ignored, Incoming, MsgId, Refusal, check, parse
+from filescout.lsp.partial_results import FramingProtocol, write_framed
 from filescout.lsp.stdio import READ_CHUNK
-from filescout.lsp.wire import FramingProtocol, write_framed
+from filescout.rpc.jsonrpc import valid_id
 from filescout_protocol.types import ErrorCode
 
 log = logging.getLogger(__name__)

@@ -14,8 +14,9 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from filescout import log as logsetup
+from filescout.core.errors import InvalidParams, WorkspaceUnavailable
 from filescout.engine import Hooks, Workspace
-from filescout.errors import InvalidParams, WorkspaceUnavailable
+from filescout.lsp.partial_results import stream_batches, stream_relevant
 from filescout.lsp.progress import ClientProgress, WorkDoneProgress
 
 # At run time, not only for type checking: pygls reads command handlers' hints.
@@ -27,8 +28,7 @@ from filescout.lsp.translate import (
     workspace_root,
     workspace_uris,
 )
-from filescout.lsp.wire import stream_batches, stream_relevant
-from filescout.params import decode_params
+from filescout.rpc.params import decode_params
 from filescout_protocol.types import (
     AnnotateParams,
     Command,

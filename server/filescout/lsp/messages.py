@@ -18,7 +18,7 @@ from typing import Any
 
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcParseError
 
-from filescout.jsonrpc import Ignored, MsgId, Refusal, envelope_problem, unpaired_surrogate, valid_id
+from filescout.rpc.jsonrpc import Ignored, MsgId, Refusal, envelope_problem, unpaired_surrogate, valid_id
 
 log = logging.getLogger(__name__)
 

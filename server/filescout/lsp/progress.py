@@ -9,7 +9,7 @@ import uuid
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from filescout.progress import NullProgress, ProgressReporter
+from filescout.engine.progress import NullProgress, ProgressReporter
 
 log = logging.getLogger(__name__)
 

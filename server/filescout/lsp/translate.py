@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from filescout.core.errors import InvalidParams, ReadOnly, WorkspaceUnavailable
+from filescout.core.paths import local_path, to_relative, uri_to_path
 from filescout.engine import Workspace
-from filescout.errors import InvalidParams, ReadOnly, WorkspaceUnavailable
-from filescout.paths import local_path, to_relative, uri_to_path
 from filescout_protocol.types import ErrorCode
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from mcp.shared.message import SessionMessage
 from mcp.types import ErrorData, JSONRPCError, jsonrpc_message_adapter
 from pydantic import ValidationError
 
-from filescout.jsonrpc import (
+from filescout.rpc.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,

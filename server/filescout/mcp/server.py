@@ -29,12 +29,12 @@ from mcp.types import (
 from mcp.types import Tool as McpTool
 
 from filescout import __version__
+from filescout.core.errors import FilescoutError, WorkspaceUnavailable
+from filescout.core.records import ScanTotals
 from filescout.engine import Workspace
-from filescout.errors import FilescoutError, WorkspaceUnavailable
 from filescout.mcp.lines import checked_stdio
 from filescout.mcp.tools import TOOL_SPECS, ToolSpec
-from filescout.params import field_error
-from filescout.records import ScanTotals
+from filescout.rpc.params import field_error
 from filescout_protocol.tools import Tool
 
 log = logging.getLogger(__name__)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from filescout.records import Definition, DefinitionHit
-from filescout.text import words
+from filescout.core.records import Definition, DefinitionHit
+from filescout.core.words import words
 
 WEIGHTS = (4.0, 1.0, 1.0, 2.0)
 """BM25 column weights: name, container, signature, doc."""

@@ -13,9 +13,9 @@ from typing import Annotated, Any, Union
 
 import msgspec
 
-from filescout.errors import InvalidParams
-from filescout.globs import Globs, InvalidPattern
-from filescout.paths import normalise_glob, to_relative
+from filescout.core.errors import InvalidParams
+from filescout.core.paths import normalise_glob, to_relative
+from filescout.scan.globs import Globs, InvalidPattern
 
 
 class PageCursor(msgspec.Struct, forbid_unknown_fields=True, array_like=True):

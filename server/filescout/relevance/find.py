@@ -20,9 +20,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from filescout.core.records import RankedFile, RelevanceStage
 from filescout.index import Index
-from filescout.model import BudgetSpent, Completion, ModelClient, ModelError, estimate_tokens
-from filescout.records import RankedFile, RelevanceStage
+from filescout.llm.client import BudgetSpent, Completion, ModelClient, ModelError, estimate_tokens
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.judge import FINAL_POOL, PASS_SCORE, Verdict, judge, pick_tags, rank
 from filescout.relevance.prefilter import Candidate, prefilter

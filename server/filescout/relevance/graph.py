@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from filescout.imports import provided_keys
+from filescout.core.import_keys import provided_keys
 from filescout.index import Index
 
 SOURCES = 5

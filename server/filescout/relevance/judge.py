@@ -4,7 +4,7 @@ widens the candidate pool before judging.
 
 The model sees the question, paths, summaries and tags — never file contents — all redacted.
 What comes from the workspace (and the reasons an earlier call gave) is data between `<files>` or
-`<tags>` delimiters, one line per file, defused (`quoting.py`): nothing in it can end the block
+`<tags>` delimiters, one line per file, defused (`llm/quoting.py`): nothing in it can end the block
 or pass for a turn of the conversation. Every answer is decoded with msgspec; names of files or
 tags that were not offered are dropped, scores are bounded, and the final call can only reorder
 what judging let through. Answers name files by their paths as the listing shows them (redacted,
@@ -22,10 +22,10 @@ from typing import Annotated
 
 import msgspec
 
-from filescout.model import Completes, MalformedAnswer, ModelError, ask, estimate_tokens
-from filescout.quoting import block, defuse, one_line
-from filescout.records import FileEntry
-from filescout.redact import redact
+from filescout.core.records import FileEntry
+from filescout.llm.client import Completes, MalformedAnswer, ModelError, ask, estimate_tokens
+from filescout.llm.quoting import block, defuse, one_line
+from filescout.llm.redact import redact
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from filescout.classify import LANGUAGE_BY_EXTENSION
+from filescout.scan.classify import LANGUAGE_BY_EXTENSION
 
 # Where a chunk of text ends: whitespace, quotes, brackets and list punctuation. Paths, dotted
 # names and `path:line:col` locations stay whole.

@@ -25,18 +25,18 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from filescout.classify import SOURCE_LANGUAGES
+from filescout.core.records import DefinitionHit, FileEntry, SearchHit
+from filescout.core.words import IDENTIFIER, path_words, words
 from filescout.index import Index
 from filescout.index.access import current_score
-from filescout.records import DefinitionHit, FileEntry, SearchHit
 from filescout.relevance import definitions as defined_here
 from filescout.relevance import graph
 from filescout.relevance.filters import PathFilter
-from filescout.relevance.history import lift_by_history, past_votes
 from filescout.relevance.mentions import Mentions, Naming, defined, name_files, unmatched_names
+from filescout.relevance.past_commits import lift_by_history, past_votes
 from filescout.relevance.query import Query, expression
 from filescout.relevance.signals import Signals
-from filescout.text import IDENTIFIER, path_words, words
+from filescout.scan.classify import SOURCE_LANGUAGES
 
 STRUCTURE_WEIGHTS = (6.0, 3.0, 1.0, 2.0)  # path words, symbols, summary, tags
 CONTENT_WEIGHT = 1.0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from filescout.core.words import unique_words
 from filescout.relevance.mentions import Mentions, mentions
-from filescout.text import unique_words
 
 MAX_TERMS = 48
 # A question that is about tests or docs should not have them pushed down.

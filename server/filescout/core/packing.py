@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import msgspec
 
-from filescout.records import Definition, PreparedDefinitions
-from filescout.text import index_words
+from filescout.core.records import Definition, PreparedDefinitions
+from filescout.core.words import index_words
 
 ORDINAL_BITS = 8
 """A content's definitions beyond 2**ORDINAL_BITS are not kept (the outline stops at 120)."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from filescout.index import Index
 from filescout.index.history import CommitHit
-from filescout.quoting import one_line
+from filescout.llm.quoting import one_line
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.query import Query, expression
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from filescout.records import FileKind, SkipReason
-from filescout.text import is_utf16
+from filescout.core.records import FileKind, SkipReason
+from filescout.core.words import is_utf16
 
 LANGUAGE_BY_EXTENSION: dict[str, str] = {
     ".py": "python",

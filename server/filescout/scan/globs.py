@@ -9,7 +9,7 @@ patterns to a set: a larger one's automaton outgrows its cache and gets slower p
 Two readings of a list:
 - `EntryPatterns`, as git reads an ignore file during a walk: the last pattern that names the
   entry itself decides, `foo/` names directories only, and what is below an entry is the walk's
-  business (it inherits the entry's verdict, see `filescout.ignore`). Where pathspec's regex
+  business (it inherits the entry's verdict, see `filescout.scan.ignore`). Where pathspec's regex
   says otherwise than git, git wins: a bracket expression never matches `/`, and `X/**/` names
   the directories below X, not X;
 - `Globs`, as getFiles has always read them (pathspec's `GitIgnoreSpec`): a path matches when

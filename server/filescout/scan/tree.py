@@ -21,7 +21,10 @@ from pathlib import Path
 
 import xxhash
 
-from filescout.beneath import (
+from filescout.core.errors import WorkspaceUnavailable
+from filescout.core.records import DirectoryListing, FileRecord, KnownFile
+from filescout.core.words import body_words, content_text, pack_words
+from filescout.scan.beneath import (
     RACY_NS,
     ChangedWhileRead,
     LinkRefused,
@@ -30,11 +33,8 @@ from filescout.beneath import (
     opened,
     read_regular,
 )
-from filescout.classify import BINARY_SNIFF_BYTES, classify
-from filescout.errors import WorkspaceUnavailable
-from filescout.ignore import IgnoreRules, read_ignore_file
-from filescout.records import DirectoryListing, FileRecord, KnownFile
-from filescout.text import body_words, content_text, pack_words
+from filescout.scan.classify import BINARY_SNIFF_BYTES, classify
+from filescout.scan.ignore import IgnoreRules, read_ignore_file
 
 log = logging.getLogger(__name__)
 

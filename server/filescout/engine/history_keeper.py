@@ -15,8 +15,11 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from filescout.core.records import PastCommit
 from filescout.engine.faults import index_damage
-from filescout.history import (
+from filescout.index import Index
+from filescout.index.history import HistoryState
+from filescout.vcs.commits import (
     BATCH,
     MAX_COMMITS,
     Head,
@@ -27,9 +30,6 @@ from filescout.history import (
     head_signature,
     is_ancestor,
 )
-from filescout.index import Index
-from filescout.index.history import HistoryState
-from filescout.records import PastCommit
 
 log = logging.getLogger(__name__)
 

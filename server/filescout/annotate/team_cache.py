@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from filescout.annotate.base import SUMMARY_LIMIT, TAG_LIMIT, clip
-from filescout.records import Annotation
-from filescout_protocol.types import SharedCacheSettings, SharedCacheStatus
+from filescout.core.records import Annotation
+from filescout_protocol.types import SharedCacheSettings
 
 if TYPE_CHECKING:
     import psycopg
@@ -168,19 +168,6 @@ class SharedCache:
     @property
     def writes(self) -> bool:
         return self.settings.mode == "read_write"
-
-    def status(self) -> SharedCacheStatus:
-        return SharedCacheStatus(
-            state=self.state,
-            mode=self.settings.mode,
-            location=self.location,
-            hits=self.hits,
-            misses=self.misses,
-            stored=self.stored,
-            rejected=self.rejected,
-            tokens_saved=self.tokens_saved,
-            last_error=self.last_error or self.write_refused,
-        )
 
     async def lookup(self, annotator: str, hashes: Sequence[str]) -> dict[str, Annotation]:
         """The shared annotations of these contents, in one round trip; nothing (at once)

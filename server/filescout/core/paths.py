@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from urllib.parse import unquote, urlparse
 
-from filescout.errors import InvalidParams
+from filescout.core.errors import InvalidParams
 
 
 def uri_to_path(uri: str, *, field: str | None = None) -> Path:

@@ -17,7 +17,7 @@ excluded is not entered, unless a re-include pattern names a path inside it
 (`!build/generated/` or `build/generated/api.py`): `!*.log` re-includes logs wherever the walk
 goes, but does not open `node_modules/`. In a git work tree git lists the files and decides by
 its own rules; filescout's layers judge what it lists the same way, directory by directory.
-Patterns are matched in linear time (`filescout.globs`).
+Patterns are matched in linear time (`filescout.scan.globs`).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from filescout.beneath import RootDir, read_rules_file
-from filescout.globs import EntryPatterns, Pattern, parse
+from filescout.scan.beneath import RootDir, read_rules_file
+from filescout.scan.globs import EntryPatterns, Pattern, parse
 
 log = logging.getLogger(__name__)
 

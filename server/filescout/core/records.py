@@ -88,7 +88,7 @@ class PreparedDefinitions:
     (a worker process): the server's one writer, which bounds the throughput, only inserts them."""
 
     described: bytes
-    """The Definition records, packed (packing.py)."""
+    """The Definition records, packed (core/packing.py)."""
     words: bytes
     """`searchable`, packed: removing rows from a contentless full-text table names their words."""
     searchable: list[tuple[str, str, str, str]]

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from filescout.beneath import RootDir, read_regular
-from filescout.records import PastCommit
+from filescout.core.records import PastCommit
+from filescout.scan.beneath import RootDir, read_regular
 
 log = logging.getLogger(__name__)
 

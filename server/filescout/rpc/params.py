@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from filescout.errors import InvalidParams
+from filescout.core.errors import InvalidParams
 
 StructT = TypeVar("StructT", bound=msgspec.Struct)
 
