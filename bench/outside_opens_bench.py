@@ -13,7 +13,7 @@
    saving, opening, accessing and annotating both paths (tests/outside_opens.py). Prints the
    opens outside per flip by filescout (the goal: 0) and by the programs it runs (in a git
    work tree git's own listing may open a directory swapped for a symlink a moment earlier:
-   names only, each read through `scan/beneath.py`), and whether an outside file's words reached
+   names only, each read through `core/beneath.py`), and whether an outside file's words reached
    the index.
 
 Exits 1 when filescout opened anything outside or an outside file's words reached the index.
@@ -36,7 +36,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from filescout.scan.beneath import RootDir, read_regular  # noqa: E402
+from filescout.core.beneath import RootDir, read_regular  # noqa: E402
 from make_workspace import generate  # noqa: E402
 from outside_opens import (  # noqa: E402
     Flipper,

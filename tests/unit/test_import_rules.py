@@ -15,16 +15,16 @@ PACKAGE = Path(__file__).resolve().parents[2] / "server" / "filescout"
 
 LOOSE = {"__init__", "__main__", "cli", "log", "worker_process"}
 """Modules outside the rooms: the package, the commands and what starts a process."""
-ROOMS = ["core", "scan", "vcs", "llm", "annotate", "index", "relevance", "engine", "rpc", "lsp", "mcp"]
+ROOMS = ["core", "vcs", "scan", "llm", "annotate", "index", "relevance", "engine", "rpc", "lsp", "mcp"]
 """Rooms in the order of the data's way; each may import the ones listed for it below."""
 MAY_IMPORT: dict[str, set[str]] = {
     "core": {"core"},
-    "scan": {"core", "scan"},
-    "vcs": {"core", "scan", "vcs"},
+    "vcs": {"core", "vcs"},
+    "scan": {"core", "vcs", "scan"},
     "llm": {"core", "llm"},
-    "annotate": {"core", "scan", "llm", "annotate"},
+    "annotate": {"core", "vcs", "scan", "llm", "annotate"},
     "index": {"core", "index"},
-    "relevance": {"core", "scan", "llm", "index", "relevance"},
+    "relevance": {"core", "vcs", "scan", "llm", "index", "relevance"},
     "engine": {"core", "scan", "vcs", "llm", "annotate", "index", "relevance", "engine", "worker_process"},
     "rpc": {"core", "rpc"},
     "lsp": {"core", "rpc", "engine", "lsp", "log"},
@@ -122,7 +122,9 @@ def forbidden_between_rooms() -> list[str]:
             continue
         source, target = room_of(item.module), room_of(item.target)
         if source in MAY_IMPORT and target not in MAY_IMPORT[source]:
-            found.append(f"{item.module}:{item.line} imports {item.target}: {source}/ may not import {target}")
+            found.append(
+                f"{item.module}:{item.line} imports {item.target}: {source}/ may not import {target}"
+            )
     return found
 
 
@@ -142,7 +144,9 @@ def forbidden_protocol_imports() -> list[str]:
         messages = [name for name in item.names if not name.endswith("Settings")]
         if room_of(item.module) in {"engine", "llm", "annotate"} and item.names and not messages:
             continue
-        found.append(f"{item.module}:{item.line} imports {', '.join(messages) or item.target} from the protocol")
+        found.append(
+            f"{item.module}:{item.line} imports {', '.join(messages) or item.target} from the protocol"
+        )
     return found
 
 
@@ -194,14 +198,22 @@ def test_a_worker_process_loads_neither_the_engine_nor_the_index_nor_the_protoco
         loaded |= loaded_by(module)
     found = sorted(name for name in loaded if name.startswith(WORKER_FORBIDDEN))
     assert found == [], f"a worker process would load {found}"
-    assert {"filescout.annotate.structural", "filescout.scan.beneath"} <= loaded  # the rule sees them
+    assert {"filescout.annotate.structural", "filescout.core.beneath"} <= loaded  # the rule sees them
 
 
 @pytest.mark.parametrize(
     ("rule", "module", "source"),
     [
-        (forbidden_between_rooms, "filescout.index.catalogue", "from filescout.relevance.find import Question\n"),
-        (forbidden_protocol_imports, "filescout.index.catalogue", "from filescout_protocol.types import FileItem\n"),
+        (
+            forbidden_between_rooms,
+            "filescout.index.catalogue",
+            "from filescout.relevance.find import Question\n",
+        ),
+        (
+            forbidden_protocol_imports,
+            "filescout.index.catalogue",
+            "from filescout_protocol.types import FileItem\n",
+        ),
     ],
 )
 def test_a_forbidden_import_is_named(rule, module: str, source: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,10 +21,7 @@ from pathlib import Path
 import pytest
 
 from filescout.annotate.jobs import AnnotationJob, annotate_batch, read_text
-from filescout.core.records import PendingFile
-from filescout.core.words import content_text
-from filescout.engine.settings import from_file
-from filescout.scan.beneath import (
+from filescout.core.beneath import (
     MAX_LINKS,
     MAX_RULES_FILE_BYTES,
     LinkRefused,
@@ -32,6 +29,9 @@ from filescout.scan.beneath import (
     RootDir,
     read_rules_file,
 )
+from filescout.core.records import PendingFile
+from filescout.core.words import content_text
+from filescout.engine.settings import from_file
 from filescout.scan.classify import classify
 from filescout.scan.ignore import IgnoreRules
 from filescout.scan.tree import content_hash, read_outcome, read_outcomes, read_record, stat_inside, walk

@@ -12,10 +12,10 @@ from pathlib import Path
 import msgspec
 
 from filescout.annotate.structural import annotate_safely
+from filescout.core.beneath import RootDir, opened, read_regular
 from filescout.core.packing import prepare
 from filescout.core.records import Annotation, FileToAnnotate, IndexWords, PendingFile
 from filescout.core.words import content_text, join_words
-from filescout.scan.beneath import RootDir, opened, read_regular
 from filescout.scan.tree import content_hash
 
 

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from filescout.core.beneath import RootDir, read_regular
 from filescout.core.import_keys import import_candidates
 from filescout.core.records import FileEntry
 from filescout.core.words import content_text
@@ -20,7 +21,6 @@ from filescout.engine.queue import BACKGROUND, NEIGHBOUR, TOUCHED
 from filescout.engine.roles import Roles
 from filescout.engine.structural_worker import Rescan, StructuralWorker
 from filescout.index import Index
-from filescout.scan.beneath import RootDir, read_regular
 
 NEIGHBOURS_PER_TOUCH = 24
 HEAD_BYTES = 64 * 1024

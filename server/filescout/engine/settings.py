@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from filescout.scan.beneath import read_rules_file
+from filescout.core.beneath import read_rules_file
 from filescout_protocol.types import Settings
 
 if sys.version_info >= (3, 11):

@@ -19,13 +19,13 @@ from filescout.annotate.jobs import (
     unpack_batch,
 )
 from filescout.annotate.structural import StructuralAnnotator
+from filescout.core.beneath import RootDir
 from filescout.core.records import Annotation, FileToAnnotate, PendingFile
 from filescout.engine.annotation_pool import AnnotationPool
 from filescout.engine.board import StatusBoard
 from filescout.engine.progress import NullProgress, ProgressReporter
 from filescout.engine.queue import TOUCHED, AnnotationQueue
 from filescout.index import Index
-from filescout.scan.beneath import RootDir
 
 log = logging.getLogger(__name__)
 

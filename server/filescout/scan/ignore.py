@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from filescout.scan.beneath import RootDir, read_rules_file
+from filescout.core.beneath import RootDir, read_rules_file
 from filescout.scan.globs import EntryPatterns, Pattern, parse
 
 log = logging.getLogger(__name__)

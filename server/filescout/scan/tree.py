@@ -21,10 +21,7 @@ from pathlib import Path
 
 import xxhash
 
-from filescout.core.errors import WorkspaceUnavailable
-from filescout.core.records import DirectoryListing, FileRecord, KnownFile
-from filescout.core.words import body_words, content_text, pack_words
-from filescout.scan.beneath import (
+from filescout.core.beneath import (
     RACY_NS,
     ChangedWhileRead,
     LinkRefused,
@@ -33,8 +30,12 @@ from filescout.scan.beneath import (
     opened,
     read_regular,
 )
+from filescout.core.errors import WorkspaceUnavailable
+from filescout.core.records import DirectoryListing, FileRecord, KnownFile
+from filescout.core.words import body_words, content_text, pack_words
 from filescout.scan.classify import BINARY_SNIFF_BYTES, classify
 from filescout.scan.ignore import IgnoreRules, read_ignore_file
+from filescout.vcs import git
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,8 @@ READS_IN_FLIGHT = 8
 """Read jobs under way at once: enough to keep every worker process busy."""
 OVERSIZED_HASH_BYTES = 1 << 20
 DENIED = (errno.EACCES, errno.EPERM)
+LISTING_TIMEOUT = 300.0
+"""git listing a huge tree (a cold cache, a slow disk) is given this long."""
 SUBMODULE_DEPTH = 8
 """Submodules inside submodules are listed this deep at most."""
 
@@ -182,17 +185,10 @@ def content_hash(data: bytes) -> str:
     return xxhash.xxh3_128_hexdigest(data)
 
 
-def _git(root: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[bytes] | None:
-    try:
-        return subprocess.run(
-            ["git", "-c", "core.quotepath=off", "-C", str(root), *args],
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        log.warning("git %s failed: %s", args[0], exc)
-        return None
+def _git(
+    root: Path, *args: str, timeout: float = LISTING_TIMEOUT
+) -> subprocess.CompletedProcess[bytes] | None:
+    return git.run(root, *args, timeout=timeout)
 
 
 def _nul_split(output: bytes) -> list[str]:
@@ -846,14 +842,8 @@ def git_check_ignore(root: Path, paths: list[str]) -> set[str]:
     """Which of `paths` git ignores (one `git check-ignore --stdin` for all of them)."""
     if not paths:
         return set()
-    try:
-        result = subprocess.run(
-            ["git", "-C", str(root), "check-ignore", "--stdin", "-z"],
-            input=b"\0".join(path.encode("utf-8", "surrogateescape") for path in paths) + b"\0",
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+    stdin = b"\0".join(path.encode("utf-8", "surrogateescape") for path in paths) + b"\0"
+    result = git.run(root, "check-ignore", "--stdin", "-z", timeout=60, input=stdin)
+    if result is None:
         return set()
     return set(_nul_split(result.stdout))

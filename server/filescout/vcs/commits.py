@@ -12,7 +12,6 @@ repository without commits, a git that fails) means no history, never an error o
 from __future__ import annotations
 
 import logging
-import os
 import re
 import subprocess
 import tempfile
@@ -22,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from filescout.core.beneath import RootDir, read_regular
 from filescout.core.records import PastCommit
-from filescout.scan.beneath import RootDir, read_regular
+from filescout.vcs import git
 
 log = logging.getLogger(__name__)
 
@@ -49,44 +49,14 @@ TRAILER = re.compile(r"[A-Za-z0-9-]+: \S|\(cherry picked from commit [0-9a-f]+\)
 SAFE_REF = re.compile(r"refs/[A-Za-z0-9._/+-]+")
 GIT_FILE_BYTES = 4096
 """HEAD and a loose ref hold one line: more than this is no file of git's."""
-ENVIRONMENT = {"GIT_PAGER": "cat", "PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
 
 
 class HistoryUnavailable(Exception):
     """git could not read the history (it failed, or took too long)."""
 
 
-def _git_command(root: Path, *args: str) -> list[str]:
-    return [
-        "git",
-        "--no-pager",
-        "-c",
-        "core.quotepath=off",
-        "-c",
-        "log.showSignature=false",
-        "-C",
-        str(root),
-        *args,
-    ]
-
-
-def _environment() -> dict[str, str]:
-    return {**os.environ, **ENVIRONMENT}
-
-
 def _quick(root: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
-    try:
-        return subprocess.run(
-            _git_command(root, *args),
-            capture_output=True,
-            timeout=QUICK_TIMEOUT,
-            check=False,
-            env=_environment(),
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        log.debug("git %s failed: %s", args[0], exc)
-        return None
+    return git.run(root, *args, timeout=QUICK_TIMEOUT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +175,8 @@ class HistoryReader:
         self._process: subprocess.Popen[bytes] | None = None
         self._stopped = threading.Event()
 
-    def command(self) -> list[str]:
+    def arguments(self) -> list[str]:
+        """`git log`'s arguments: NUL-separated, no external diff or textconv, renames found."""
         args = [
             "log",
             "-z",
@@ -224,7 +195,7 @@ class HistoryReader:
         if self.since is not None:
             args.append(f"^{self.since}")
         args += ["--", "."] if self.head.prefix else ["--"]
-        return _git_command(self.root, *args)
+        return args
 
     def stop(self) -> None:
         self._stopped.set()
@@ -241,13 +212,7 @@ class HistoryReader:
             raise HistoryUnavailable("not a commit id")
         with tempfile.TemporaryFile() as errors:
             try:
-                process = subprocess.Popen(
-                    self.command(),
-                    stdout=subprocess.PIPE,
-                    stderr=errors,
-                    stdin=subprocess.DEVNULL,
-                    env=_environment(),
-                )
+                process = git.start(self.root, self.arguments(), stderr=errors)
             except OSError as exc:
                 raise HistoryUnavailable(f"git log: {exc}") from exc
             self._process = process
