@@ -25,10 +25,10 @@ from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams, JsonRpc
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
 
 from filescout.lsp.framing import Frame, FrameError, FrameParser, read_frame
-from filescout.lsp.messages import Checked, Ignored, Incoming, MsgId, Refusal, check, parse
+from filescout.lsp.messages import Checked, Ignored, Incoming, MsgId, Refusal, check
 from filescout.lsp.partial_results import FramingProtocol, write_framed
 from filescout.lsp.stdio import READ_CHUNK
-from filescout.rpc.jsonrpc import valid_id
+from filescout.rpc.jsonrpc import parse, valid_id
 from filescout_protocol.types import ErrorCode
 
 log = logging.getLogger(__name__)

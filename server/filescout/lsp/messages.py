@@ -10,68 +10,35 @@ here, naming the field, so that no handler meets a string it cannot encode."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Container
-from dataclasses import dataclass
 from typing import Any
 
-from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcParseError
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest
 
-from filescout.rpc.jsonrpc import Ignored, MsgId, Refusal, envelope_problem, unpaired_surrogate, valid_id
+from filescout.rpc.jsonrpc import (
+    Ignored,
+    Incoming,
+    MsgId,
+    Refusal,
+    check_envelope,
+    unpaired_surrogate,
+    valid_id,
+)
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Incoming:
-    """A well-formed message: a request (id and method), a notification (method only) or a
-    response to one of the server's own requests (id only)."""
-
-    data: dict[str, Any]
-    method: str | None = None
-    msg_id: MsgId | None = None
-    is_request: bool = False
 
 
 Checked = Incoming | Refusal | Ignored
 
 
-def parse(body: bytes) -> Any | Refusal:
-    """The body's JSON value, or -32700: not UTF-8, not JSON, or nested too deeply to read."""
-    try:
-        return json.loads(body.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        return Refusal(JsonRpcParseError.CODE, f"parse error: the message is not valid UTF-8 ({exc.reason})")
-    except RecursionError:
-        return Refusal(JsonRpcParseError.CODE, "parse error: the message is nested too deeply")
-    except ValueError as exc:
-        return Refusal(JsonRpcParseError.CODE, f"parse error: {exc}")
-
-
 def check(value: Any, awaiting: Container[MsgId]) -> Checked:
-    """Sort a parsed body into a message to handle, an error to reply, or nothing."""
-    if isinstance(value, list):
-        return Refusal(JsonRpcInvalidRequest.CODE, "invalid request: batches are not supported")
-    if not isinstance(value, dict):
-        return Refusal(JsonRpcInvalidRequest.CODE, "invalid request: a message must be a JSON object")
-    msg_id = value.get("id")
-    if "method" not in value:
-        return check_response(value, awaiting)
-    if "id" in value and not valid_id(msg_id):
-        return Refusal(JsonRpcInvalidRequest.CODE, "invalid request: id must be an integer or a string")
-    problem = envelope_problem(value)
-    is_request = "id" in value
-    if problem is not None:
-        if is_request:
-            return Refusal(JsonRpcInvalidRequest.CODE, f"invalid request: {problem}", msg_id)
-        return Ignored(f"invalid notification: {problem}")
-    method: str = value["method"]
-    where = unpaired_surrogate(value.get("params"))
-    if where is not None:
-        message = f"invalid params for {method}: {where}: contains an unpaired surrogate"
-        return Refusal(JsonRpcInvalidParams.CODE, message, msg_id) if is_request else Ignored(message)
-    return Incoming(value, method, msg_id if is_request else None, is_request)
+    """Sort a parsed body into a message to handle, an error to reply, or nothing: the envelope
+    as both faces check it, then a response matched to the server's own requests."""
+    checked = check_envelope(value)
+    if isinstance(checked, Incoming) and checked.method is None:
+        return check_response(checked.data, awaiting)
+    return checked
 
 
 def check_response(value: dict[str, Any], awaiting: Container[MsgId]) -> Checked:

@@ -10,7 +10,6 @@ error it deserves, through the SDK's own writer so that replies never interleave
 from __future__ import annotations
 
 import io
-import json
 import logging
 import os
 import sys
@@ -28,12 +27,11 @@ from pydantic import ValidationError
 from filescout.rpc.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
-    PARSE_ERROR,
     Ignored,
+    Incoming,
     Refusal,
-    envelope_problem,
-    unpaired_surrogate,
-    valid_id,
+    check_envelope,
+    parse,
 )
 
 log = logging.getLogger(__name__)
@@ -47,52 +45,35 @@ blanks too, and a line of them would go unanswered."""
 
 
 def check_line(line: str) -> Refusal | Ignored | None:
-    """What to do with one line; None when the SDK can take it as it is."""
+    """What to do with one line; None when the SDK can take it as it is. The envelope is checked
+    as on the LSP face (`rpc.jsonrpc.check_envelope`); then what only the SDK refuses."""
     if not line.strip(JSON_WHITESPACE):
         return Ignored("a blank line")
-    try:
-        value = json.loads(line)
-    except RecursionError:
-        return Refusal(PARSE_ERROR, "parse error: the message is nested too deeply")
-    except ValueError as exc:
-        return Refusal(PARSE_ERROR, f"parse error: {exc}")
-    if isinstance(value, list):
-        return Refusal(INVALID_REQUEST, "invalid request: batches are not supported")
-    if not isinstance(value, dict):
-        return Refusal(INVALID_REQUEST, "invalid request: a message must be a JSON object")
-    if "id" in value and not usable_id(value["id"]):
-        return Refusal(INVALID_REQUEST, "invalid request: id must be an integer or a string")
-    if "method" not in value:
-        return check_response(line, value)
-    refusal = request_problem(line, value)
-    if refusal is None or "id" in value:
+    value = parse(line)
+    if isinstance(value, Refusal):
+        return value
+    checked = check_envelope(value, id_must_encode=True)
+    if not isinstance(checked, Incoming):
+        return checked
+    if checked.method is None:
+        return check_response(line, checked.data)
+    refusal = sdk_problem(line, checked)
+    if refusal is None or checked.is_request:
         return refusal
     return Ignored(f"invalid notification: {refusal.message}")
 
 
-def usable_id(value: Any) -> bool:
-    """An id the server can write back: an integer, or a string of proper Unicode."""
-    return valid_id(value) and (not isinstance(value, str) or unpaired_surrogate(value) is None)
-
-
-def request_problem(line: str, value: dict[str, Any]) -> Refusal | None:
-    """Why a request (or notification) cannot be handled, if it cannot."""
-    msg_id = value.get("id")
-    problem = envelope_problem(value)
-    if problem is not None:
-        return Refusal(INVALID_REQUEST, f"invalid request: {problem}", msg_id)
-    method = value["method"]
-    if isinstance(value.get("params"), list):
-        return Refusal(INVALID_PARAMS, f"invalid params for {method}: params must be an object", msg_id)
-    where = unpaired_surrogate(value.get("params"))
-    if where is not None:
-        message = f"invalid params for {method}: {where}: contains an unpaired surrogate"
-        return Refusal(INVALID_PARAMS, message, msg_id)
-    if unpaired_surrogate(value) is not None:
-        return Refusal(INVALID_REQUEST, "invalid request: the method contains an unpaired surrogate", msg_id)
+def sdk_problem(line: str, message: Incoming) -> Refusal | None:
+    """Why the SDK cannot take a request (or notification) whose envelope is sound, if it cannot:
+    params that are not an object, or a line its own reader refuses."""
+    method = message.method
+    if isinstance(message.data.get("params"), list):
+        return Refusal(
+            INVALID_PARAMS, f"invalid params for {method}: params must be an object", message.msg_id
+        )
     reason = sdk_refusal(line)
     if reason is not None:
-        return Refusal(INVALID_PARAMS, f"invalid params for {method}: {reason}", msg_id)
+        return Refusal(INVALID_PARAMS, f"invalid params for {method}: {reason}", message.msg_id)
     return None
 
 
