@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from lsp_client import start, stop
 
-SERVE_PATH_IMPORTS = "import filescout.cli, filescout.lsp.server, filescout.lsp.handlers"
+SERVE_PATH_IMPORTS = "import filescout.cli, filescout.lsp.app"
 
 
 def code_env(tree: Path | None) -> dict[str, str]:

@@ -345,7 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     limit_malloc_arenas()  # before any thread starts
     if args.command == "serve":
-        from filescout.lsp.server import serve
+        from filescout.lsp.app import serve
 
         return serve(args.tcp, "info" if args.log_level == "warning" else args.log_level)
     if args.command == "mcp":

@@ -16,12 +16,13 @@ import msgspec
 import pytest
 from lsprotocol import types
 
+from filescout.lsp.app import create_server
 from filescout.lsp.connection import CheckedProtocol, Connection
 from filescout.lsp.framing import Frame, FrameError, FrameParser
 from filescout.lsp.messages import check
 from filescout.lsp.partial_results import send_partial_result
 from filescout.lsp.progress import ClientProgress, WorkDoneProgress
-from filescout.lsp.server import FilescoutServer, create_server
+from filescout.lsp.server import FilescoutServer
 from filescout.lsp.stdio import ClientStdin, ClientStdout
 from filescout.rpc.jsonrpc import unpaired_surrogate
 from filescout_protocol.types import FileItem

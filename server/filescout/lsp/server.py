@@ -167,33 +167,3 @@ class FilescoutServer(LanguageServer):
 
     def send_status(self, status: IndexStatus) -> None:
         self.protocol.notify(Method.STATUS, status)
-
-
-def create_server() -> FilescoutServer:
-    """A server with every handler registered."""
-    # Imported here: handlers.py needs FilescoutServer, defined above, at import time.
-    from filescout.lsp.handlers import register
-
-    server = FilescoutServer()
-    register(server)
-    return server
-
-
-def serve(tcp: str | None = None, log_level: str = "info") -> int:
-    """Serve one editor on stdio (or TCP) until it leaves: by `exit`, by closing stdin, or by
-    closing stdout, which ends the input too (see stdio.py). The exit code is LSP's: 1 for an
-    `exit` that no `shutdown` preceded, else 0."""
-    logsetup.configure(log_level)
-    server = create_server()
-    try:
-        if tcp:
-            host, _, port = tcp.rpartition(":")
-            server.start_tcp(host or "127.0.0.1", int(port))
-        else:
-            stdin = ClientStdin(sys.stdin.fileno())
-            stdout = ClientStdout(sys.stdout.buffer, on_lost=stdin.end)
-            server.start_io(stdin, stdout)
-    finally:
-        if server.engine is not None:  # the client vanished without shutdown
-            server.engine.stop_threads()
-    return server.exit_code
