@@ -124,18 +124,31 @@ def test_stdin_reads_messages_and_ends_on_request() -> None:
         assert stdin.readline() == b""
         assert stdin.read(3) == b""
     finally:
+        close_pipe(read_fd, write_fd)
+
+
+def close_pipe(read_fd: int, write_fd: int | None) -> None:
+    """Close a pipe a ClientStdin reads only once its reading thread has seen the end: a thread
+    still to call `os.read` on a closed descriptor would read whatever the next test's pipe,
+    given the same number, holds."""
+    if write_fd is not None:
         os.close(write_fd)
-        os.close(read_fd)
+    for thread in threading.enumerate():
+        if thread.name == "filescout-stdin":
+            thread.join(timeout=10)
+    os.close(read_fd)
 
 
 def test_stdin_returns_what_is_left_at_end_of_file() -> None:
     read_fd, write_fd = os.pipe()
     stdin = ClientStdin(read_fd)
     os.write(write_fd, b"partial")
-    os.close(write_fd)
-    assert stdin.readline() == b"partial"
-    assert stdin.readline() == b""
-    os.close(read_fd)
+    try:
+        os.close(write_fd)
+        assert stdin.readline() == b"partial"
+        assert stdin.readline() == b""
+    finally:
+        close_pipe(read_fd, None)  # its writing end is closed above
 
 
 def test_stdout_without_reader_drops_messages_and_reports_once() -> None:
