@@ -55,6 +55,9 @@ class IndexRepair:
         self._said_elsewhere = False
         self._reopening = asyncio.Lock()
         self._check: asyncio.Future[Any] | None = None
+        self._diagnosing: asyncio.Future[Any] | None = None
+        """A look at the schema after an error SQLite does not call damage (a full disk fails
+        every batch: one look at a time is enough)."""
 
     @property
     def _index(self) -> Index:
@@ -104,8 +107,10 @@ class IndexRepair:
             return self._message
         reason = index_damage(exc)
         if reason is None:
-            if isinstance(exc, sqlite3.Error):  # FTS5 without one of its tables says "logic error"
-                self._background.spawn(self._diagnose_later(exc))
+            # FTS5 without one of its tables says "logic error": a look at the schema, one at a time
+            idle = self._diagnosing is None or self._diagnosing.done()
+            if isinstance(exc, sqlite3.Error) and idle:
+                self._diagnosing = self._background.spawn(self._diagnose_later(exc))
             return None
         if not self._index.writable:
             return self._damaged_elsewhere(reason)
