@@ -39,15 +39,14 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from filescout.core.beneath import RootDir, read_regular  # noqa: E402
 from make_workspace import generate  # noqa: E402
 from outside_opens import (  # noqa: E402
-    Flipper,
-    exercise,
+    flip_while_asked,
     make_flipping_workspace,
     opened_outside,
     secret_words_in_index,
     strace_missing,
     traced_command,
 )
-from support import as_dict, execute, start_client, stop_client, wait_for_indexing  # noqa: E402
+from support import start_client, stop_client, wait_for_indexing  # noqa: E402
 
 ROUNDS = 5
 
@@ -125,13 +124,7 @@ async def flips_run(flips: int, interval: float, git: bool) -> dict[str, Any]:
         client = await start_client(where.root, base / "cache", command=traced_command(log))
         try:
             await wait_for_indexing(client, timeout=300)
-            flipper = Flipper(where, flips, interval)
-            flipper.start()
-            rounds = await exercise(client, where, flipper)
-            flipper.join()
-            await execute(client, "filescout.reindex")
-            await asyncio.sleep(1.0)
-            db = as_dict(await execute(client, "filescout.status"))["dbPath"]
+            flipper, rounds, db = await flip_while_asked(client, where, flips, interval)
             words = secret_words_in_index(db)
         finally:
             await stop_client(client)

@@ -24,7 +24,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from support import SERVER_COMMAND, TestClient, execute, make_workspace
+from support import SERVER_COMMAND, TestClient, as_dict, execute, make_workspace
 
 SECRET_WORDS = ("zqxflippedoutsideword", "zqxoutsidepackageword")
 INSIDE_SOURCE = "def inside_target_function():\n    return 'inside'\n"
@@ -154,6 +154,21 @@ async def exercise(client: TestClient, where: Flipping, flipper: Flipper) -> int
         rounds += 1
         await asyncio.sleep(0.005)
     return rounds
+
+
+async def flip_while_asked(
+    client: TestClient, where: Flipping, flips: int, interval: float
+) -> tuple[Flipper, int, str]:
+    """Flip the links `flips` times while the client saves, opens and asks; then reindex at
+    rest and let the last saves' annotations land. The flipper, the client's rounds and the
+    index's path, for the test and the benchmark alike."""
+    flipper = Flipper(where, flips, interval)
+    flipper.start()
+    rounds = await exercise(client, where, flipper)
+    flipper.join()
+    await execute(client, "filescout.reindex")  # at rest, inside again
+    await asyncio.sleep(1.0)
+    return flipper, rounds, as_dict(await execute(client, "filescout.status"))["dbPath"]
 
 
 def opened_outside(log: Path, outside: Path) -> dict[str, list[str]]:

@@ -14,9 +14,8 @@ from lsprotocol import types
 from mounts import on_ci
 from outside_opens import (
     SECRET_WORDS,
-    Flipper,
-    exercise,
     flip,
+    flip_while_asked,
     make_flipping_workspace,
     opened_below,
     opened_outside,
@@ -45,14 +44,8 @@ async def test_flipped_links_never_get_a_file_outside_opened(tmp_path: Path, str
     client = await start_client(where.root, tmp_path / "cache", command=traced_command(strace_log))
     try:
         await wait_for_indexing(client, timeout=120)
-        flipper = Flipper(where, FLIPS, FLIP_INTERVAL)
-        flipper.start()
-        rounds = await exercise(client, where, flipper)
-        flipper.join()
+        flipper, rounds, db = await flip_while_asked(client, where, FLIPS, FLIP_INTERVAL)
         assert flipper.errors == [] and flipper.done == FLIPS and rounds >= 10  # the client kept at it
-        await execute(client, "filescout.reindex")  # at rest, inside again
-        await asyncio.sleep(1.0)  # the last saves' annotations
-        db = as_dict(await execute(client, "filescout.status"))["dbPath"]
         found = as_dict(
             await client.protocol.send_request_async("files/findRelevant", {"query": " ".join(SECRET_WORDS)})
         )
