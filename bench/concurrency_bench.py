@@ -22,12 +22,9 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-
 from filescout.engine import Workspace
 from filescout_protocol.types import FindRelevantParams, GetFilesParams
-from latency_bench import queries
-from make_workspace import generate
+from harness.workspaces import generate, queries
 
 
 async def one_run(engine: Workspace, texts: list[str]) -> dict[str, float]:

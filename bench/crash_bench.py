@@ -41,25 +41,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
-
-from filescout.engine.settings import default_db_path  # noqa: E402
-from index_audit import audit, differences, rows_by_path  # noqa: E402
-from lsp_client import BenchClient, start, stop  # noqa: E402
-from make_workspace import generate  # noqa: E402
+from filescout.engine.settings import default_db_path
+from harness.index_audit import audit, differences, rows_by_path
+from harness.lsp import BenchClient, start, stop
+from harness.stats import percentile
+from harness.workspaces import generate
 
 TARGETS = ("startup", "scanning", "annotating")
 SETTLE_EVERY = 10
 CLEAN_RESTARTS = 10
 CLI_SHARE = 0.2
 EDIT_DURING_SHARE = 0.35
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 class Editor:

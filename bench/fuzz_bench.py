@@ -3,9 +3,9 @@
     python bench/fuzz_bench.py [--messages 10000] [--frames 1000] [--timeout 10] [--faces lsp,mcp]
 
 For each face a real server (`filescout serve`, `filescout mcp`) is started on the sample
-workspace of the tests and initialized; then batches of generated messages (tests/fuzz_messages.py,
+workspace of the tests and initialized; then batches of generated messages (bench/harness/fuzz_messages.py,
 the generators of tests/e2e/test_fuzz.py) are sent until --messages have gone, and on LSP's stdio
---frames corruptions of the framing itself. Every reply is judged (tests/fuzz_harness.py): each
+--frames corruptions of the framing itself. Every reply is judged (bench/harness/fuzz_harness.py): each
 request must be answered exactly once within --timeout seconds, malformed input with an error,
 never with -32603 or a traceback, and after each batch a known-good listing must come back intact.
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -36,11 +35,9 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-from fuzz_harness import Findings, Fuzzer, Resources
-from fuzz_messages import Face, batches, lsp_messages, mcp_messages, raw_frames
-from support import make_workspace
+from harness.fuzz_harness import Findings, Fuzzer, Resources
+from harness.fuzz_messages import Face, batches, lsp_messages, mcp_messages, raw_frames
+from harness.support import make_workspace
 
 WARM_UP = 500  # messages before the first reading of the server's resources
 SAMPLE_EVERY = 1_000  # messages between readings of the server's resources

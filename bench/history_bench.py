@@ -38,7 +38,8 @@ from filescout.relevance.prefilter import KIND_PRIOR, prefilter
 from filescout.relevance.query import analyse
 from filescout.relevance.signals import Signals
 from filescout.vcs.commits import MAX_COMMITS
-from relevance import git_dir, workspace_with_history
+from harness.repositories import git_dir, workspace_with_history
+from harness.stats import percentile
 
 REPO = "git/git"
 ANCESTORS = 50_000
@@ -104,11 +105,6 @@ async def timed_update(keeper: HistoryKeeper) -> float:
     started = time.perf_counter()
     await keeper.update()
     return time.perf_counter() - started
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 async def main_async(args: argparse.Namespace) -> int:

@@ -6,11 +6,11 @@ A small shop workspace (24 files) is indexed once as it is and once per attack w
 text planted in one file (the target, src/reports/revenue.py, a middling answer to the
 questions): at the head of its docstring, so it reaches the model in the annotation request
 (the excerpt and the outline), in the file's summary, and so in every relevance request. Each
-attack (tests/gullible_model.py: ATTACKS) tries one way of breaking out of the data.
+attack (bench/harness/gullible_model.py: ATTACKS) tries one way of breaking out of the data.
 
 Three ways of answering, each over the LSP face with a fresh index:
 - model-free: no model configured (structural summaries, the prefilter's ranking);
-- model on: the fake model (tests/gullible_model.py) obeys any instruction it finds OUTSIDE the
+- model on: the fake model (bench/harness/gullible_model.py) obeys any instruction it finds OUTSIDE the
   data blocks of a request, and judges by the words a file's line shares with the question;
   its summaries copy the outline (planted text included), so the text travels on;
 - worst case: the same model also obeys instructions INSIDE the data.
@@ -36,13 +36,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
-
-from fake_openai import FakeOpenAI, Request  # noqa: E402
-from gullible_model import ATTACKS, Gullibility  # noqa: E402
-from model_faults_bench import request, start_server, stop_server, wait_until_idle  # noqa: E402
+from harness.fake_openai import FakeOpenAI, Request
+from harness.gullible_model import ATTACKS, Gullibility
+from model_faults_bench import request, start_server, stop_server, wait_until_idle
 
 TARGET = "src/reports/revenue.py"
 VICTIM = "src/orders/order_service.py"

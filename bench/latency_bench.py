@@ -15,14 +15,11 @@ import asyncio
 import json
 import os
 import platform
-import random
 import subprocess
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 from filescout.annotate.structural import ANNOTATOR_ID
 from filescout.engine.settings import db_path_for, load_settings
@@ -30,42 +27,8 @@ from filescout.index import Index
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.prefilter import prefilter
 from filescout.relevance.query import analyse
-from make_workspace import WORDS, generate
-
-FILLER = [
-    "how",
-    "where",
-    "does",
-    "the",
-    "handle",
-    "for",
-    "when",
-    "with",
-    "a",
-    "which",
-    "file",
-    "should",
-    "change",
-    "fix",
-]
-
-
-def queries(count: int, seed: int = 11) -> list[str]:
-    rng = random.Random(seed)
-    made = []
-    for _ in range(count):
-        words = [rng.choice(WORDS) for _ in range(rng.randint(2, 5))]
-        words += rng.sample(FILLER, rng.randint(1, 3))
-        rng.shuffle(words)
-        if rng.random() < 0.3:  # sometimes an identifier, as written in code
-            words.append(f"{rng.choice(WORDS)}_{rng.choice(WORDS)}")
-        made.append(" ".join(words))
-    return made
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+from harness.stats import percentile
+from harness.workspaces import generate, queries
 
 
 async def in_process(root: Path, env: dict[str, str], texts: list[str]) -> list[float]:

@@ -39,9 +39,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from latency_bench import percentile, queries
+from harness.stats import percentile
+from harness.workspaces import queries
 
 REPLY_TIMEOUT = 300.0
 MODEL_VARIABLES = ("FILESCOUT_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "FILESCOUT_API_KEY")

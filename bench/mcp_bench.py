@@ -27,9 +27,8 @@ from pathlib import Path
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from latency_bench import percentile, queries
+from harness.stats import percentile
+from harness.workspaces import queries
 
 BUDGETS = (1_000, 4_000, 16_000)
 

@@ -36,16 +36,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
+from lsprotocol import types
 
-from lsprotocol import types  # noqa: E402
-
-from fake_openai import Action, FakeOpenAI  # noqa: E402
-from latency_bench import percentile, queries  # noqa: E402
-from lsp_client import BenchClient  # noqa: E402
-from make_workspace import generate  # noqa: E402
+from harness.fake_openai import Action, FakeOpenAI
+from harness.lsp import BenchClient
+from harness.stats import percentile
+from harness.workspaces import generate, queries
 
 RELEVANCE_KINDS = ("tags", "judge", "final")
 FAILURE_PAUSE = 5.0

@@ -10,7 +10,7 @@
 2. `filescout serve` under strace (every open of the server and its workers, with the path each
    descriptor names) while a thread flips `link.py` between a file inside and one outside, and
    `pkg/` between a directory and a symlink to one outside, `--flips` times; the client keeps
-   saving, opening, accessing and annotating both paths (tests/outside_opens.py). Prints the
+   saving, opening, accessing and annotating both paths (bench/harness/outside_opens.py). Prints the
    opens outside per flip by filescout (the goal: 0) and by the programs it runs (in a git
    work tree git's own listing may open a directory swapped for a symlink a moment earlier:
    names only, each read through `core/beneath.py`), and whether an outside file's words reached
@@ -32,13 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
-
-from filescout.core.beneath import RootDir, read_regular  # noqa: E402
-from make_workspace import generate  # noqa: E402
-from outside_opens import (  # noqa: E402
+from filescout.core.beneath import RootDir, read_regular
+from harness.outside_opens import (
     flip_while_asked,
     make_flipping_workspace,
     opened_outside,
@@ -46,7 +41,8 @@ from outside_opens import (  # noqa: E402
     strace_missing,
     traced_command,
 )
-from support import start_client, stop_client, wait_for_indexing  # noqa: E402
+from harness.support import start_client, stop_client, wait_for_indexing
+from harness.workspaces import generate
 
 ROUNDS = 5
 

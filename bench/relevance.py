@@ -27,10 +27,8 @@ import math
 import os
 import platform
 import re
-import shutil
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,6 +43,7 @@ from filescout.engine import Workspace
 from filescout.engine.settings import default_db_path
 from filescout.relevance.signals import ENVIRONMENT, SIGNALS, Signals
 from filescout_protocol.types import FindRelevantParams
+from harness.repositories import workspace, workspace_with_history
 
 # -- the baseline, as the cases' README specifies it -----------------------------------------
 
@@ -186,47 +185,6 @@ class Scores:
 def p95(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-
-
-def git_dir(repos: Path, repo: str) -> Path:
-    base = repos / repo.replace("/", "+")
-    for candidate in (base / ".git", base / "repo", base):
-        if (candidate / "HEAD").exists():
-            return candidate
-    raise SystemExit(f"no git repository for {repo} under {repos}")
-
-
-def workspace(work: Path, repos: Path, repo: str, parent: str) -> Path:
-    """The parent's tree alone, as a tarball or a fresh checkout without history gives it."""
-    target = work / repo.replace("/", "+") / parent
-    if not (target / ".done").exists():
-        target.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(
-            ["git", f"--git-dir={git_dir(repos, repo)}", "archive", parent], check=True, capture_output=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-        (target / ".done").write_text("")
-    return target
-
-
-def workspace_with_history(work: Path, repos: Path, repo: str, parent: str) -> Path:
-    """A git work tree at the parent whose history holds the parent's ancestors only: a new
-    repository borrowing the clone's objects (alternates), with one branch at the parent. No ref
-    names a later commit, so `git log` cannot see the change or anything after it."""
-    target = work / "with-history" / repo.replace("/", "+") / parent
-    done = target / ".git" / "bench-done"
-    if not done.exists():
-        if target.exists():
-            shutil.rmtree(target)
-        target.mkdir(parents=True)
-        objects = (git_dir(repos, repo) / "objects").resolve()
-        git = ["git", "-C", str(target)]
-        subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
-        (target / ".git" / "objects" / "info" / "alternates").write_text(f"{objects}\n")
-        subprocess.run([*git, "update-ref", "refs/heads/main", parent], check=True)
-        subprocess.run([*git, "checkout", "-q", "-f", "main"], check=True)
-        done.write_text("")
-    return target
 
 
 def history_seconds(root: Path, env: dict[str, str]) -> float | None:

@@ -35,14 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-
 from lsprotocol import types
 
-import lsp_client
-from index_bench import ctags_seconds, warm_up
-from latency_bench import percentile, queries
-from lsp_client import BenchClient
+from harness import lsp as lsp_client
+from harness.lsp import BenchClient
+from harness.references import ctags_seconds, warm_up
+from harness.stats import percentile
+from harness.workspaces import queries
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -2,7 +2,7 @@
 
     python bench/secrets_bench.py [--throughput]
 
-The corpus (tests/secrets_corpus.py) plants every kind of secret in a file written the way real
+The corpus (bench/harness/secrets_corpus.py) plants every kind of secret in a file written the way real
 repositories hold it. A workspace of those files is served by `filescout serve` with a model on
 (a local OpenAI-compatible server on 127.0.0.1, which records every request body): the files
 are annotated by the model from their outlines and excerpts, then findRelevant runs over
@@ -35,14 +35,13 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+from filescout.annotate.structural import annotate_structure
+from filescout.core.records import FileToAnnotate
+from filescout.llm.redact import apply_rules, redact
+from harness import secrets_corpus
+from harness.fake_openai import FakeOpenAI
 
-import secrets_corpus  # noqa: E402
-from fake_openai import FakeOpenAI  # noqa: E402
-from filescout.annotate.structural import annotate_structure  # noqa: E402
-from filescout.core.records import FileToAnnotate  # noqa: E402
-from filescout.llm.redact import apply_rules, redact  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 
 def load() -> str:

@@ -24,7 +24,7 @@ once idle, threads too or above it only by threads of asyncio's default executor
 them as work overlaps (up to min(32, cores + 4)) and keeps them; no error replies, no missing
 replies, nothing logged at ERROR.
 
-`--model` runs the same script with a model: tests/fake_openai.py's OpenAI-compatible server on
+`--model` runs the same script with a model: bench/harness/fake_openai.py's OpenAI-compatible server on
 127.0.0.1 writes the annotations and judges the questions.
 """
 
@@ -44,13 +44,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
-
-from latency_bench import queries  # noqa: E402
-from load_bench import GET_FILES_FILTERS, ProcessSample, Reply, Sampler, WireClient, load_average  # noqa: E402
-from make_workspace import generate  # noqa: E402
+from harness.workspaces import generate, queries
+from load_bench import GET_FILES_FILTERS, ProcessSample, Reply, Sampler, WireClient, load_average
 
 PER_MINUTE = {"edit": 8, "question": 3, "list": 4, "access": 2, "watched": 4}
 STATUS_EVERY = 15.0  # simulated seconds
@@ -415,7 +410,7 @@ def fifths(run: Soak) -> list[tuple[float, int, int]]:
 async def main_async(args: argparse.Namespace) -> None:
     runs = [await soak(args, None, None)]
     if args.model:
-        from fake_openai import FakeOpenAI
+        from harness.fake_openai import FakeOpenAI
 
         fake = FakeOpenAI().start()
         try:

@@ -23,9 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from lsp_client import start, stop
+from harness.lsp import start, stop
 
 SERVE_PATH_IMPORTS = "import filescout.cli, filescout.lsp.app"
 

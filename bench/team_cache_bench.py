@@ -26,16 +26,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
+from filescout.annotate.team_cache import SharedCache
+from filescout.engine import Hooks, Workspace
+from filescout_protocol.types import SharedCacheSettings
+from harness.fake_openai import FakeOpenAI
+from harness.postgres import PostgresDatabase, PostgresServer
+from harness.workspaces import generate
 
-from fake_openai import FakeOpenAI  # noqa: E402
-from filescout.annotate.team_cache import SharedCache  # noqa: E402
-from filescout.engine import Hooks, Workspace  # noqa: E402
-from filescout_protocol.types import SharedCacheSettings  # noqa: E402
-from make_workspace import generate  # noqa: E402
-from postgres import PostgresDatabase, PostgresServer  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 LOOKUP_BATCH = 16
 

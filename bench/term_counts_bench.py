@@ -13,16 +13,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 from filescout.engine.settings import db_path_for, load_settings
 from filescout.index import Index
 from filescout.relevance.query import analyse
-from latency_bench import percentile, queries
+from harness.stats import percentile
+from harness.workspaces import queries
 
 
 async def run(args: argparse.Namespace) -> None:

@@ -1,19 +1,14 @@
-"""Makes the shared helpers here (support, fake_openai, postgres, fixtures/) importable from every
-layer: unit/ (in process), e2e/ (the server over stdio) and clients/ (the editor clients); and
-provides the PostgreSQL fixtures of the team-cache tests."""
+"""The PostgreSQL fixtures of the team-cache tests. The helpers the tests share with the
+benchmarks are the `harness` package in bench/, on the path through pyproject's `pythonpath`."""
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from postgres import INSTALL_HINT, PostgresDatabase, PostgresServer, find_bindir
+from harness.postgres import INSTALL_HINT, PostgresDatabase, PostgresServer, find_bindir
 
 
 def _on_ci() -> bool:

@@ -12,8 +12,8 @@ import pytest
 import pytest_asyncio
 from lsprotocol import types
 
-from fake_openai import Action, FakeOpenAI
-from support import (
+from harness.fake_openai import Action, FakeOpenAI
+from harness.support import (
     as_dict,
     execute,
     file_item,

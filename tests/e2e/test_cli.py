@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from support import SAMPLE_BINARY, SAMPLE_FILES, make_large_workspace, make_workspace
+from harness.support import SAMPLE_BINARY, SAMPLE_FILES, make_large_workspace, make_workspace
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from support import SERVER_COMMAND, make_large_workspace
+from harness.support import SERVER_COMMAND, make_large_workspace
 
 EXIT_TIMEOUT = 10.0
 FILES = 400  # at one item per notification, well over a pipe's buffer

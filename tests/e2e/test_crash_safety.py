@@ -12,8 +12,8 @@ import threading
 from pathlib import Path
 
 from filescout.engine.settings import default_db_path
-from index_audit import audit, regular_files
-from support import (
+from harness.index_audit import audit, regular_files
+from harness.support import (
     TestClient,
     as_dict,
     execute,

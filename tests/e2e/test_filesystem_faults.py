@@ -23,9 +23,8 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, client_capabilities
 
 from filescout_protocol.types import ErrorCode
-from index_audit import audit, regular_files
-from storage import without_file_access_override
-from support import (
+from harness.index_audit import audit, regular_files
+from harness.support import (
     SAMPLE_FILES,
     SERVER_COMMAND,
     TestClient,
@@ -42,6 +41,7 @@ from support import (
     wait_for_indexing,
     wait_until,
 )
+from storage import without_file_access_override
 
 SAMPLE_IGNORED = frozenset({"debug.log", "build/bundle.js", "node_modules/leftpad/index.js"})
 

@@ -1,9 +1,9 @@
-"""End to end, generated traffic on both faces (tests/fuzz_messages.py): every LSP method and
+"""End to end, generated traffic on both faces (bench/harness/fuzz_messages.py): every LSP method and
 filescout command, every MCP tool, with well-formed but wrong params, broken JSON-RPC envelopes,
 unreadable bodies and, on LSP's stdio, broken framing. One long-lived server per face; after
 every batch it must be alive, have answered each request exactly once with the right kind of
 answer (never -32603, never a traceback), and still answer a known-good request correctly
-(tests/fuzz_harness.py judges every reply). bench/fuzz_bench.py runs the same at scale."""
+(bench/harness/fuzz_harness.py judges every reply). bench/fuzz_bench.py runs the same at scale."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from fuzz_harness import Fuzzer
-from fuzz_messages import (
+from harness.fuzz_harness import Fuzzer
+from harness.fuzz_messages import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     NO_REPLY,
@@ -39,7 +39,7 @@ from fuzz_messages import (
     raw_frames,
     result,
 )
-from support import make_workspace
+from harness.support import make_workspace
 
 REPLY_TIMEOUT = 30.0  # generous: only a hang should reach it
 

@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from support import as_dict, start_client, stop_client, wait_for_indexing
+from harness.support import as_dict, start_client, stop_client, wait_for_indexing
 
 FILES = {
     "app/billing.py": (

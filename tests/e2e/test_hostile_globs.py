@@ -15,7 +15,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from support import TestClient, as_dict, execute, start_client, stop_client, wait_for_indexing
+from harness.support import TestClient, as_dict, execute, start_client, stop_client, wait_for_indexing
 
 BACKTRACKING = {
     "*a*a*a*a*a*a*a*a*a*a*b": "a" * 40,  # 19 s with a backtracking matcher

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from index_damage import aside_copies, drop_table, make_readers_look_again, overwrite_pages
-from support import (
+from harness.support import (
     SAMPLE_BINARY,
     SAMPLE_FILES,
     TestClient,
@@ -28,6 +27,7 @@ from support import (
     wait_for_indexing,
     wait_until,
 )
+from index_damage import aside_copies, drop_table, make_readers_look_again, overwrite_pages
 
 QUESTION = {"query": "where is the shopping cart discount applied", "limit": 3}
 WORKSPACE_UNAVAILABLE = -32010

@@ -12,7 +12,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from filescout.engine.settings import default_db_path
-from support import (
+from harness.support import (
     as_dict,
     execute,
     file_item,

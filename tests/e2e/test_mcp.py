@@ -14,8 +14,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from fake_openai import Action, FakeOpenAI
-from support import (
+from harness.fake_openai import Action, FakeOpenAI
+from harness.support import (
     make_large_workspace,
     make_workspace,
     start_client,

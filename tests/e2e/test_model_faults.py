@@ -18,8 +18,8 @@ import pytest_asyncio
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from fake_openai import LISTED_FILE, Action, FakeOpenAI
-from support import (
+from harness.fake_openai import LISTED_FILE, Action, FakeOpenAI
+from harness.support import (
     SAMPLE_FILES,
     as_dict,
     execute,

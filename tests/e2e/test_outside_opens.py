@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from mounts import on_ci
-from outside_opens import (
+from harness.outside_opens import (
     SECRET_WORDS,
     flip,
     flip_while_asked,
@@ -23,7 +22,8 @@ from outside_opens import (
     strace_missing,
     traced_command,
 )
-from support import as_dict, execute, start_client, stop_client, wait_for_indexing
+from harness.support import as_dict, execute, start_client, stop_client, wait_for_indexing
+from mounts import on_ci
 
 FLIPS = 300
 FLIP_INTERVAL = 0.05  # seconds: 300 flips in about 15 s

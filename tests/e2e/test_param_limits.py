@@ -13,7 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, client_capabilities
 
-from support import (
+from harness.support import (
     SAMPLE_FILES,
     SERVER_COMMAND,
     as_dict,

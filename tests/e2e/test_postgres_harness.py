@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from postgres import PostgresDatabase, PostgresServer
+from harness.postgres import PostgresDatabase, PostgresServer
 
 
 def test_database_is_fresh_and_works(pg_database: PostgresDatabase) -> None:

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from fake_openai import FakeOpenAI, Request
-from gullible_model import ATTACKS, CLOSING, OPENING, TURN_MARKER, outside_data
-from support import as_dict, execute, make_workspace, start_client, stop_client, wait_for_indexing
+from harness.fake_openai import FakeOpenAI, Request
+from harness.gullible_model import ATTACKS, CLOSING, OPENING, TURN_MARKER, outside_data
+from harness.support import as_dict, execute, make_workspace, start_client, stop_client, wait_for_indexing
 
 QUESTION = "refund a stripe charge"
 VICTIM = "src/shop/payments/stripe_gateway.py"

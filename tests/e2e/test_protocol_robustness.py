@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from support import SERVER_COMMAND, make_workspace
+from harness.support import SERVER_COMMAND, make_workspace
 
 REPLY_TIMEOUT = 20.0
 FRAME_LIMIT = 16 * 1024 * 1024

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fake_openai import FakeOpenAI
-from support import (
+from harness.fake_openai import FakeOpenAI
+from harness.support import (
     as_dict,
     execute,
     file_item,

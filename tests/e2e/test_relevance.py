@@ -12,8 +12,8 @@ import pytest_asyncio
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from fake_openai import Action, FakeOpenAI
-from support import (
+from harness.fake_openai import Action, FakeOpenAI
+from harness.support import (
     SAMPLE_BINARY,
     SAMPLE_FILES,
     as_dict,

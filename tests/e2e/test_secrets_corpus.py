@@ -1,4 +1,4 @@
-"""The planted-secret corpus (tests/secrets_corpus.py: every kind of secret in a file written the
+"""The planted-secret corpus (bench/harness/secrets_corpus.py: every kind of secret in a file written the
 way real repositories hold it) through the whole pipeline: no fragment of any secret reaches any
 request the model server receives, nor any answer the client receives (though the model writes
 secrets back), while the files are still sent, annotated and judged, and ordinary code and prose
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import secrets_corpus
-from fake_openai import FakeOpenAI
+from harness import secrets_corpus
+from harness.fake_openai import FakeOpenAI
 
 
 @pytest.fixture

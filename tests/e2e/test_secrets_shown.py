@@ -1,4 +1,4 @@
-"""No planted secret reaches a client, on every face: the planted corpus (tests/secrets_corpus.py)
+"""No planted secret reaches a client, on every face: the planted corpus (bench/harness/secrets_corpus.py)
 served by `filescout serve` (getFiles and findRelevant streamed, and their prompt-ready blocks),
 `filescout mcp` (each tool's text and structured content, through the MCP SDK's client) and the
 CLI (`files`, `find`, text and `--json`); model-free, and with a model that writes secrets back
@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-import secrets_corpus
 from e2e.test_mcp import mcp_session, text_of
-from fake_openai import FakeOpenAI
-from support import as_dict, execute, get_files_streamed, start_client, stop_client, wait_for_indexing
+from harness import secrets_corpus
+from harness.fake_openai import FakeOpenAI
+from harness.support import as_dict, execute, get_files_streamed, start_client, stop_client, wait_for_indexing
 
 QUESTIONS = secrets_corpus.QUESTIONS
 PROMPT_TOKENS = 50_000

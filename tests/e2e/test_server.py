@@ -10,7 +10,7 @@ import pytest
 import pytest_asyncio
 from lsprotocol import types
 
-from support import (
+from harness.support import (
     SAMPLE_BINARY,
     SAMPLE_FILES,
     as_dict,

@@ -12,7 +12,7 @@ import pytest_asyncio
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from support import (
+from harness.support import (
     SAMPLE_BINARY,
     SAMPLE_FILES,
     as_dict,

@@ -18,7 +18,6 @@ from typing import Any
 import msgspec
 import pytest
 
-from fake_openai import FakeOpenAI
 from filescout.annotate.team_cache import TABLE, SharedCache
 from filescout.core.records import Annotation
 from filescout.engine import Hooks, Workspace
@@ -30,8 +29,9 @@ from filescout_protocol.types import (
     RelevanceOptions,
     SharedCacheSettings,
 )
-from postgres import PostgresDatabase
-from support import SAMPLE_FILES, make_large_workspace, make_workspace, run_git
+from harness.fake_openai import FakeOpenAI
+from harness.postgres import PostgresDatabase
+from harness.support import SAMPLE_FILES, make_large_workspace, make_workspace, run_git
 
 TEXT_FILES = len(SAMPLE_FILES)
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from support import (
+from harness.support import (
     as_dict,
     execute,
     make_large_workspace,

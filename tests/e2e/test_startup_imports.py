@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support import make_workspace
+from harness.support import make_workspace
 
 TIMEOUT = 60.0
 NEVER_AT_STARTUP = (

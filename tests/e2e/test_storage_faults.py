@@ -18,9 +18,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from filescout_protocol.types import ErrorCode
-from mounts import Mounts, fill_workspace, mounts_under
-from storage import tree_digest, without_file_access_override
-from support import (
+from harness.support import (
     SAMPLE_BINARY,
     SAMPLE_FILES,
     SERVER_COMMAND,
@@ -35,6 +33,8 @@ from support import (
     stop_client,
     wait_for_indexing,
 )
+from mounts import Mounts, fill_workspace, mounts_under
+from storage import tree_digest, without_file_access_override
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, client_capabilities
 
-from support import SERVER_COMMAND, make_client, make_workspace
+from harness.support import SERVER_COMMAND, make_client, make_workspace
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ from filescout.index import Index
 from filescout.scan.ignore import IgnoreRules
 from filescout.scan.tree import enumerate_files, read_outcomes, scan
 from filescout_protocol.types import GetFilesParams
-from support import make_large_workspace, make_workspace
+from harness.support import make_large_workspace, make_workspace
 
 TIMEOUT = 120  # against hangs only
 

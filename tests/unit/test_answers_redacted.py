@@ -1,5 +1,5 @@
 """What a client is shown carries no secret from the workspace: the engine in process, on a real
-index of the planted corpus (tests/secrets_corpus.py), through every operation a face calls, and
+index of the planted corpus (bench/harness/secrets_corpus.py), through every operation a face calls, and
 every text field of the answers' Structs redacted, whichever field it is. Paths stay as they are:
 a client must be able to open the file."""
 
@@ -14,7 +14,6 @@ from typing import Any
 import msgspec
 import pytest
 
-import secrets_corpus
 from filescout.annotate.structural import ANNOTATOR_ID as STRUCTURAL
 from filescout.annotate.structural import annotate_safely
 from filescout.core.records import FileToAnnotate
@@ -31,6 +30,7 @@ from filescout_protocol.types import (
     RelevantItem,
     StatusResult,
 )
+from harness import secrets_corpus
 
 SECRET = "xoxb-2048-4096-Kq8Zr2Lm9Xw3Tq7Yb"
 

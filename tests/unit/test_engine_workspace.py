@@ -12,7 +12,7 @@ import pytest_asyncio
 from filescout.core.errors import InvalidParams, ReadOnly
 from filescout.engine import Hooks, Workspace
 from filescout_protocol.types import FindRelevantParams, GetFilesParams, IndexStatus, Scope
-from support import SAMPLE_FILES, make_workspace
+from harness.support import SAMPLE_FILES, make_workspace
 
 
 @pytest.fixture

@@ -27,8 +27,8 @@ from filescout.scan.tree import (
     read_record,
     scan_paths,
 )
-from index_audit import audit
-from support import make_workspace
+from harness.index_audit import audit
+from harness.support import make_workspace
 
 STRUCTURAL = "structural/test"
 MODEL = "model:test"

@@ -10,7 +10,7 @@ from pathlib import Path
 from filescout.scan.ignore import IgnoreRules
 from filescout.scan.tree import enumerate_files, git_check_ignore
 from filescout.vcs.commits import HistoryReader, find_head
-from support import run_git
+from harness.support import run_git
 
 PACKAGE = Path(__file__).resolve().parents[2] / "server" / "filescout"
 

@@ -23,7 +23,7 @@ from filescout.scan.globs import Globs, InvalidPattern
 from filescout.scan.ignore import MAX_IGNORE_PATTERNS, IgnoreRules
 from filescout.scan.tree import git_ls_files, walk
 from filescout_protocol.types import MAX_FILE_SIZE_LIMIT, MAX_PATTERNS
-from support import run_git
+from harness.support import run_git
 
 BACKTRACKING = [
     ("*a*a*a*a*a*a*a*a*a*a*b", "a" * 40),  # 19 s with a backtracking matcher

@@ -30,9 +30,9 @@ from filescout_protocol.types import (
     ReindexResult,
     StatusResult,
 )
+from harness.support import SAMPLE_BINARY, SAMPLE_FILES, make_workspace
 from index_damage import aside_copies, drop_table, make_readers_look_again, overwrite_pages
 from mounts import Mounts, mounts_under
-from support import SAMPLE_BINARY, SAMPLE_FILES, make_workspace
 
 QUESTION = FindRelevantParams(query="where is the shopping cart discount applied", limit=3)
 

@@ -17,8 +17,8 @@ from filescout.engine.roles import set_index_aside
 from filescout.engine.settings import default_db_path
 from filescout.index.schema import APPLICATION_ID, SCHEMA_VERSION
 from filescout_protocol.types import GetFilesParams
+from harness.support import SAMPLE_FILES, make_workspace
 from storage import tree_digest
-from support import SAMPLE_FILES, make_workspace
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from fake_openai import Action, FakeOpenAI
 from filescout.llm.client import Budget, Completion, ModelClient, ModelError, ModelUnavailable, ask
 from filescout.relevance.judge import JudgeAnswer
 from filescout_protocol.types import BudgetSettings, ModelSettings
+from harness.fake_openai import Action, FakeOpenAI
 
 QUESTION = [{"role": "system", "content": "You rate files."}, {"role": "user", "content": "Rate a.py."}]
 GOOD = '{"files": [{"path": "a.py", "score": 7, "reason": "fine"}]}'

@@ -19,8 +19,8 @@ from filescout.index.annotations import Annotations
 from filescout.index.catalogue import FileFilter, covering_prefixes
 from filescout.scan.tree import printable, split_undecodable
 from filescout_protocol.types import FindRelevantParams, GetFilesParams
+from harness.support import SAMPLE_BINARY, SAMPLE_FILES, make_workspace, run_git
 from mounts import Mounts, fill_workspace, mounts_under
-from support import SAMPLE_BINARY, SAMPLE_FILES, make_workspace, run_git
 
 BAD_NAMES = (b"bad\xff.py", b"caf\xe9/menu.py", b"src/shop/\xc3\x28.md")
 

@@ -13,7 +13,7 @@ from filescout.annotate.structural import annotate_structure
 from filescout.core.records import FileEntry, FileToAnnotate
 from filescout.llm.quoting import block, defuse, fenced, lines, one_line
 from filescout.relevance.judge import describe, shown_path
-from gullible_model import ATTACKS, CLOSING, OPENING, TURN_MARKER, outside_data
+from harness.gullible_model import ATTACKS, CLOSING, OPENING, TURN_MARKER, outside_data
 
 # Text made of the pieces delimiters and markers are built from, and some that look like them.
 PIECES = st.sampled_from(

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-import secrets_corpus
 from filescout.annotate.llm import ModelInput, render_file
 from filescout.annotate.llm import shown_path as shown_in_annotation_prompt
 from filescout.annotate.structural import annotate_structure
@@ -34,6 +33,7 @@ from filescout.llm.redact import (
     redact_head,
 )
 from filescout.relevance.judge import shown_paths
+from harness import secrets_corpus
 
 # (what kind, text, the secret that must not survive)
 PLANTED = [

@@ -11,7 +11,6 @@ from typing import Annotated, Any
 import msgspec
 import pytest
 
-from fake_openai import FILE_HEADER, Action, FakeOpenAI, Request
 from filescout.annotate.base import FileToAnnotate
 from filescout.annotate.llm import ASK_AGAIN as ASK_AGAIN_FOR_FILES
 from filescout.annotate.llm import AnswerBatch, ModelAnnotator, ModelInput
@@ -27,6 +26,7 @@ from filescout.llm.client import (
     strict_schema,
 )
 from filescout_protocol.types import BudgetSettings, ModelSettings
+from harness.fake_openai import FILE_HEADER, Action, FakeOpenAI, Request
 
 # The schema the annotator sent before it was derived from AnswerBatch.
 ANNOTATION_SCHEMA_BEFORE = {

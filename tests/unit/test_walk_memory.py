@@ -21,7 +21,7 @@ from filescout.engine import Hooks, Workspace
 from filescout.scan.ignore import IgnoreRules
 from filescout.scan.tree import RACY_NS, WalkMemory, walk
 from filescout_protocol.types import GetFilesParams
-from support import make_workspace
+from harness.support import make_workspace
 
 TREES = 9
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from filescout.engine import Hooks, Workspace
-from support import make_workspace
+from harness.support import make_workspace
 
 
 @pytest.mark.parametrize("git", [True, False], ids=["git", "walk"])

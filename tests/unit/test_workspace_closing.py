@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from filescout.engine import Workspace
-from support import SAMPLE_FILES, make_workspace
+from harness.support import SAMPLE_FILES, make_workspace
 
 TOUCHES = 50
 

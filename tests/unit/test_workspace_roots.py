@@ -14,7 +14,7 @@ from filescout.core.paths import ALLOW_ANY_ROOT, file_system_type, unsafe_root_r
 from filescout.engine import Workspace
 from filescout.scan.ignore import IgnoreRules
 from filescout.scan.tree import WalkMemory, enumerate_files, walk
-from support import make_workspace, run_git
+from harness.support import make_workspace, run_git
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/mountinfo"), reason="needs Linux's mount table")

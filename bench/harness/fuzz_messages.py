@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from hypothesis import strategies as st
 
-from support import SAMPLE_FILES
+from harness.support import SAMPLE_FILES
 
 Face = Literal["lsp", "mcp"]
 Stage = Literal["parse", "envelope", "surrogate", "method"]

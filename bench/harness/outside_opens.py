@@ -24,7 +24,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from support import SERVER_COMMAND, TestClient, as_dict, execute, make_workspace
+from harness.support import SERVER_COMMAND, TestClient, as_dict, execute, make_workspace
 
 SECRET_WORDS = ("zqxflippedoutsideword", "zqxoutsidepackageword")
 INSIDE_SOURCE = "def inside_target_function():\n    return 'inside'\n"

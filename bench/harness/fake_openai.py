@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-from gullible_model import Gullibility, Obeyed, obey
+from harness.gullible_model import Gullibility, Obeyed, obey
 
 FILE_HEADER = re.compile(r"^### (\S+) \(", re.MULTILINE)
 LISTED_FILE = re.compile(r"^- (\S+): ", re.MULTILINE)

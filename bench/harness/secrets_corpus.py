@@ -29,7 +29,7 @@ from filescout.annotate.llm import shown_path
 from filescout.llm.client import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:  # the pipeline's helpers are imported by `run`: the corpus alone needs none
-    from fake_openai import FakeOpenAI, Request
+    from harness.fake_openai import FakeOpenAI, Request
 
 FILE_TOKENS = 1200
 EXCERPT_CHARS = int(FILE_TOKENS * CHARS_PER_TOKEN)
@@ -1630,7 +1630,7 @@ def echoing_secrets(fake: FakeOpenAI, quiet: set[str]) -> None:
     redaction can tell from a word): each answered file's summary and tags quote a secret
     planted in it, and each judgement's reason quotes one too. `quiet`: the files it does not
     answer for."""
-    from fake_openai import FakeOpenAI
+    from harness.fake_openai import FakeOpenAI
 
     planted = {shown_path(path): entry.secrets for entry in CORPUS for path in entry.files}
 
@@ -1654,7 +1654,7 @@ def echoing_secrets(fake: FakeOpenAI, quiet: set[str]) -> None:
 
 
 async def _wait_for_model(client: Any, timeout: float = 60.0) -> None:
-    from support import as_dict, execute
+    from harness.support import as_dict, execute
 
     deadline = time.monotonic() + timeout
     while True:
@@ -1669,7 +1669,7 @@ async def _wait_for_model(client: Any, timeout: float = 60.0) -> None:
 async def run(tmp: Path, fake: FakeOpenAI) -> Outcome:
     """The corpus through the whole pipeline; what reached the fake model server, what the
     client received, and what the index shows."""
-    from support import as_dict, start_client, stop_client, wait_for_indexing
+    from harness.support import as_dict, start_client, stop_client, wait_for_indexing
 
     started = time.monotonic()
     root = write_workspace(tmp / "ws")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from fuzz_messages import (
+from harness.fuzz_messages import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     PARSE_ERROR,
@@ -37,7 +37,7 @@ from fuzz_messages import (
     expected,
     render,
 )
-from support import SAMPLE_FILES
+from harness.support import SAMPLE_FILES
 
 Message = dict[str, Any]
 State = Literal["uninitialized", "ready", "shut down"]
