@@ -242,26 +242,70 @@ def _print_cache_status(status: SharedCacheStatus) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # Every visible command has a description, help for each argument and an example
+    # (tests/unit/test_cli_help.py holds each new flag to that).
     parser = argparse.ArgumentParser(
         prog="filescout",
         description="File-relevance sidecar: index a workspace and find the files that matter.",
+        epilog="examples:\n"
+        "  filescout index .\n"
+        '  filescout find . "where are refunds issued"\n'
+        "\n`filescout COMMAND -h` describes a command, its arguments and flags.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"filescout {__version__}")
     parser.add_argument(
         "--log-level",
         default=os.environ.get("FILESCOUT_LOG_LEVEL", "warning"),
         choices=sorted(logsetup.LEVELS),
+        help="what the log on stderr shows (default: $FILESCOUT_LOG_LEVEL, else warning; info for serve)",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    serve = commands.add_parser("serve", help="run the JSON-RPC server on stdio (or TCP)")
-    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    def command(name: str, summary: str, description: str, examples: str) -> argparse.ArgumentParser:
+        """A subcommand listed in `filescout -h` (as `summary`), with its own description and
+        examples; both are laid out by hand, so lines stay under 80 columns."""
+        return commands.add_parser(
+            name,
+            help=summary,
+            description=description,
+            epilog="examples:\n" + examples,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
 
-    mcp = commands.add_parser("mcp", help="run the MCP server on stdio, for chat panels and agents")
+    serve = command(
+        "serve",
+        "run the JSON-RPC server on stdio (or TCP)",
+        "Run the language server that editors start: JSON-RPC over stdio (or TCP). It\n"
+        "indexes the workspace folders the editor opens and answers their questions\n"
+        "(protocol/PROTOCOL.md). The log goes to stderr.",
+        "  filescout serve                          # what an editor runs\n"
+        "  filescout serve --tcp 127.0.0.1:2087     # for a client that connects to it",
+    )
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP at HOST:PORT instead of stdio")
+
+    mcp = command(
+        "mcp",
+        "run the MCP server on stdio, for chat panels and agents",
+        "Run the MCP server on stdio for chat clients and agents, with the tools\n"
+        "find_relevant_files, list_files, index_status, reindex_workspace and\n"
+        "annotate_files. Beside a running `filescout serve` on the same workspace it\n"
+        "reads the shared index; alone, it indexes.",
+        "  filescout mcp ~/src/shop\n"
+        '  an MCP client\'s entry: "command": "filescout", "args": ["mcp", "/path/to/src"]',
+    )
     mcp.add_argument("path", nargs="?", default=".", help="the workspace (default: the current directory)")
 
-    index = commands.add_parser("index", help="index a workspace (incremental)")
-    index.add_argument("path", nargs="?", default=".")
+    index = command(
+        "index",
+        "index a workspace (incremental)",
+        "Scan a workspace and annotate its files, then print how many files the index\n"
+        "holds, by annotation status. Incremental: only new and changed files are read\n"
+        "again. A progress bar shows on a terminal. When another filescout process is\n"
+        "indexing the workspace, this one reports that process's index instead.",
+        "  filescout index\n  filescout index ~/src/shop",
+    )
+    index.add_argument("path", nargs="?", default=".", help="the workspace (default: the current directory)")
 
     def add_filters(sub: argparse.ArgumentParser) -> None:
         sub.add_argument(
@@ -285,27 +329,83 @@ def build_parser() -> argparse.ArgumentParser:
             help="answer from the index as it is, without rescanning first",
         )
 
-    files = commands.add_parser("files", help="list indexed files with their summaries")
-    files.add_argument("path", nargs="?", default=".")
+    files = command(
+        "files",
+        "list indexed files with their summaries",
+        "List the indexed files of a workspace, one a line: the path, a tab, the\n"
+        "file's one-line summary. The index is brought up to date first (fast when\n"
+        "nothing changed).",
+        "  filescout files --glob '*.py' --glob '!tests/'\n"
+        "  filescout files ~/src/shop --prefix src/shop/payments --json",
+    )
+    files.add_argument("path", nargs="?", default=".", help="the workspace (default: the current directory)")
     add_filters(files)
 
-    find = commands.add_parser("find", help="find the files relevant to a question")
-    find.add_argument("words", nargs="+", metavar="[PATH] QUERY")
-    find.add_argument("--limit", type=int, default=10)
-    find.add_argument("--no-model", action="store_true", help="the model-free stage only")
+    find = command(
+        "find",
+        "find the files relevant to a question",
+        "Rank the files of a workspace by how well they answer a question, each with\n"
+        "the reason and its summary. The answer comes in stages: the model-free\n"
+        "prefilter first, then the model's judgement when a model is configured. The\n"
+        "index is brought up to date first (fast when nothing changed).\n"
+        "\n"
+        "The question is the words that are not flags, quoted or not. When there are\n"
+        "two words or more and the first names a directory, that directory is the\n"
+        "workspace; otherwise it is the current directory.",
+        '  filescout find "where are refunds issued"\n'
+        "  filescout find ~/src/shop where are refunds issued --limit 5\n"
+        "  filescout find . checkout address validation --glob '*.ts' --no-model --json",
+    )
+    words = find.add_argument(
+        "words",
+        nargs="+",
+        metavar="[PATH] QUERY",
+        help="the workspace (optional, default: the current directory), then the question",
+    )
+    find.add_argument(
+        "--limit", type=int, default=10, metavar="N", help="show at most N files, 1 to 500 (default: 10)"
+    )
+    find.add_argument(
+        "--no-model",
+        action="store_true",
+        help="the model-free stage only: the quick answer, with no model calls",
+    )
     add_filters(find)
+    # argparse would write the words as `[PATH] QUERY [[PATH] QUERY ...]`: the usage line is the
+    # flags as argparse lays them out, then the words as they are read.
+    words_help, words.help = words.help, argparse.SUPPRESS  # left out of the usage argparse makes
+    find.usage = find.format_usage().removeprefix("usage: ").rstrip() + " [PATH] QUERY..."
+    words.help = words_help
 
-    status = commands.add_parser("status", help="show what the index holds")
-    status.add_argument("path", nargs="?", default=".")
-    status.add_argument("--json", action="store_true")
+    status = command(
+        "status",
+        "show what the index holds",
+        "Show what the index of a workspace holds: files by annotation status and by\n"
+        "kind, the last scan, the model's token use and what finishing would cost,\n"
+        "and the team's shared cache when one is configured. It reads the index as it\n"
+        "is, without rescanning.",
+        "  filescout status\n  filescout status ~/src/shop --json",
+    )
+    status.add_argument("path", nargs="?", default=".", help="the workspace (default: the current directory)")
+    status.add_argument(
+        "--json", action="store_true", help="one JSON object (the filescout.status command's result)"
+    )
 
-    cache = commands.add_parser("cache", help="the team's shared annotation cache (PostgreSQL)")
+    cache = command(
+        "cache",
+        "the team's shared annotation cache (PostgreSQL)",
+        "Work with the team's shared annotation cache, a PostgreSQL database set in\n"
+        "FILESCOUT_SHARED_CACHE (docs/TEAMS.md): push uploads the model annotations of\n"
+        "the workspace's files; status says how much of the workspace the cache holds.",
+        "  filescout index . && filescout cache push .     # in CI on the main branch\n"
+        "  filescout cache status ~/src/shop",
+    )
     cache.add_argument(
         "action",
         choices=["push", "status"],
         help="push: share this machine's model annotations; status: what the cache holds",
     )
-    cache.add_argument("path", nargs="?", default=".")
+    cache.add_argument("path", nargs="?", default=".", help="the workspace (default: the current directory)")
     return parser
 
 

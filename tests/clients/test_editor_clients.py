@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 VSCODE = REPO / "editor-clients" / "vscode"
 NEOVIM = REPO / "editor-clients" / "neovim"
 NEOVIM_TEST = Path(__file__).resolve().parent / "nvim" / "plugin_test.lua"
+NEOVIM_HEALTH_TEST = Path(__file__).resolve().parent / "nvim" / "health_test.lua"
 FILES = {
     "README.md": "# Shop\n\nA small web shop.\n",
     "src/shop/cart.py": '"""Shopping cart: items and totals with discounts."""\n\nclass ShoppingCart:\n    pass\n\n'
@@ -71,6 +72,32 @@ def test_neovim_plugin_against_the_server(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "all checks passed" in result.stdout + result.stderr
+
+
+def test_neovim_checkhealth_finds_the_server_and_says_what_is_wrong(tmp_path: Path) -> None:
+    """`:checkhealth filescout` read from its buffer: the real server found with its version and the
+    workspace's index, and a wrong command an error with what to do."""
+    nvim = tool("nvim")
+    root = workspace(tmp_path / "ws")
+    result = subprocess.run(
+        [
+            nvim,
+            "--headless",
+            "--clean",
+            "-l",
+            str(NEOVIM_HEALTH_TEST),
+            str(NEOVIM),
+            str(root),
+            sys.executable,
+            str(tmp_path / "cache"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "neovim checkhealth: all checks passed" in result.stdout + result.stderr
 
 
 def test_vscode_extension_builds_and_its_client_drives_the_server(tmp_path: Path) -> None:
