@@ -24,6 +24,8 @@ from pathlib import Path
 
 from filescout.engine import Workspace
 from filescout_protocol.types import FindRelevantParams, GetFilesParams
+from harness import launch
+from harness.stats import percentile
 from harness.workspaces import generate, queries
 
 
@@ -55,7 +57,7 @@ async def one_run(engine: Workspace, texts: list[str]) -> dict[str, float]:
         "sequential": sequential,
         "together": together,
         "p50": statistics.median(latencies),
-        "p95": latencies[int(0.95 * (len(latencies) - 1))],
+        "p95": percentile(latencies, 0.95),
         "status": status,
         "page": page,
     }
@@ -66,7 +68,7 @@ async def main_async(args: argparse.Namespace) -> None:
         print(f"generating {args.files} files in {args.workspace} ...", file=sys.stderr, flush=True)
         generate(args.workspace, args.files, seed=7)
     cache = Path(tempfile.mkdtemp(prefix="filescout-concurrency-"))
-    engine = await Workspace.open(args.workspace, env={**os.environ, "FILESCOUT_CACHE_DIR": str(cache)})
+    engine = await Workspace.open(args.workspace, env=launch.server_env(cache))
     try:
         engine.start_indexing("index")
         await engine.wait_idle()

@@ -43,8 +43,10 @@ from typing import Any
 
 from filescout.engine.settings import default_db_path
 from harness.index_audit import audit, differences, rows_by_path
-from harness.lsp import BenchClient, start, stop
+from harness.launch import command, server_env
+from harness.procfs import load_average
 from harness.stats import percentile
+from harness.wire import ProgressClient
 from harness.workspaces import generate
 
 TARGETS = ("startup", "scanning", "annotating")
@@ -160,17 +162,16 @@ class Cycle:
     unfinished: dict[str, object] = field(default_factory=dict)
 
 
-def message_of(value: Any) -> str:
-    message = value.get("message") if isinstance(value, dict) else getattr(value, "message", None)
-    return message or ""
+def message_of(value: dict[str, Any]) -> str:
+    return value.get("message") or ""
 
 
-def phase_now(client: BenchClient) -> str:
+def phase_now(client: ProgressClient) -> str:
     """What the server was doing at its last report."""
-    for _, event, value in reversed(client.events):
-        if event == "progress:end":
+    for _, kind, value in reversed(client.progress):
+        if kind == "end":
             return "idle"
-        if event in ("progress:report", "progress:begin"):
+        if kind in ("report", "begin"):
             text = message_of(value)
             if text.startswith("annotating"):
                 return "annotating"
@@ -179,25 +180,25 @@ def phase_now(client: BenchClient) -> str:
     return "startup"
 
 
-def annotated_in_pass(client: BenchClient) -> int | None:
+def annotated_in_pass(client: ProgressClient) -> int | None:
     """From the pass's last words: "10000 files indexed, 1234 annotated"."""
-    for _, event, value in reversed(client.events):
+    for _, kind, value in reversed(client.progress):
         text = message_of(value)
-        if event == "progress:end" and " annotated" in text:
+        if kind == "end" and " annotated" in text:
             return int(text.split(", ")[1].split()[0])
     return None
 
 
-def annotation_total(client: BenchClient) -> int:
+def annotation_total(client: ProgressClient) -> int:
     """How many files the pass's annotation said it had to do ("annotating 32/900 files")."""
-    for _, event, value in reversed(client.events):
+    for _, kind, value in reversed(client.progress):
         text = message_of(value)
-        if event == "progress:report" and text.startswith("annotating") and "/" in text:
+        if kind == "report" and text.startswith("annotating") and "/" in text:
             return int(text.split()[1].split("/")[1])
     return 0
 
 
-async def reached(client: BenchClient, phase: str, timeout: float) -> bool:
+async def reached(client: ProgressClient, phase: str, timeout: float) -> bool:
     deadline = time.perf_counter() + timeout
     while time.perf_counter() < deadline:
         now = phase_now(client)
@@ -209,12 +210,10 @@ async def reached(client: BenchClient, phase: str, timeout: float) -> bool:
     return False
 
 
-async def kill(client: BenchClient) -> None:
-    server = client._server
-    assert server is not None
-    server.kill()  # SIGKILL: no shutdown, nothing flushed
-    await server.wait()
-    await client.stop()
+async def kill(client: ProgressClient) -> None:
+    client.process.kill()  # SIGKILL: no shutdown, nothing flushed
+    await client.process.wait()
+    await asyncio.gather(client.reader, return_exceptions=True)  # it ends with the server's output
 
 
 class Bench:
@@ -224,7 +223,9 @@ class Bench:
         self.cache = cache
         self.rng = random.Random(args.seed)
         self.editor = Editor(root, random.Random(args.seed + 1))
-        self.env = {**os.environ, "XDG_CACHE_HOME": str(cache), "FILESCOUT_CACHE_DIR": ""}
+        self.env = server_env(cache)
+        """What `ProgressClient.start(root, cache)` runs the server with: `filescout index` runs
+        with it too, and the index is found where both keep it."""
         self.db = default_db_path(root.resolve(), self.env)
         self.cycles: list[Cycle] = []
         self.clean_restarts: list[float] = []
@@ -233,13 +234,13 @@ class Bench:
         self.per_file = 0.002
         """Roughly how long annotating one file takes (seconds)."""
 
-    async def query_ready(self, client: BenchClient, cycle: Cycle) -> float:
+    async def query_ready(self, client: ProgressClient, cycle: Cycle) -> float:
         cycle.initialized = time.perf_counter() - client.started
-        await client.protocol.send_request_async("files/getFiles", {"limit": 1})
+        await client.result("files/getFiles", {"limit": 1})
         return time.perf_counter() - client.started
 
     async def serve_and_kill(self, cycle: Cycle, editing: threading.Event | None) -> None:
-        client = await start(self.root, self.cache)
+        client = await ProgressClient.start(self.root, self.cache)
         if cycle.target == "startup":
             await asyncio.sleep(self.rng.uniform(0, 0.3))
         else:
@@ -257,12 +258,12 @@ class Bench:
             editing.set()  # sometimes the edits stop just before the kill, sometimes just after
         await kill(client)
 
-    def learn(self, client: BenchClient) -> None:
+    def learn(self, client: ProgressClient) -> None:
         """How long the phases lasted in this run, where it showed."""
         first: dict[str, float] = {}
-        for at, event, value in client.events:
+        for at, kind, value in client.progress:
             text = message_of(value)
-            if event == "progress:end":
+            if kind == "end":
                 first.setdefault("idle", at)
             for phase in ("scanning", "annotating"):
                 if text.startswith(phase):
@@ -275,11 +276,7 @@ class Bench:
 
     async def index_and_kill(self, cycle: Cycle) -> None:
         process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "filescout",
-            "index",
-            str(self.root),
+            *command("index", str(self.root)),
             env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -295,22 +292,22 @@ class Bench:
 
     async def settle(self, cycle: Cycle) -> None:
         await asyncio.sleep(2.1)  # the disk at rest for longer than a timestamp tick
-        client = await start(self.root, self.cache)
+        client = await ProgressClient.start(self.root, self.cache)
         cycle.query_ready = await self.query_ready(client, cycle)
-        ended = await client.wait_for("progress:end", timeout=1200)
+        ended = await client.wait_for_progress("end", timeout=1200)
         cycle.idle = ended - client.started
         cycle.annotated = annotated_in_pass(client)
         self.learn(client)
         cycle.killed_in = "none"
-        await stop(client)
+        await client.stop()
 
     async def clean_restart(self) -> float:
         """For comparison: query-ready after a clean shutdown, nothing to do, same load."""
         cycle = Cycle(0, "serve", "clean")
-        client = await start(self.root, self.cache)
+        client = await ProgressClient.start(self.root, self.cache)
         ready = await self.query_ready(client, cycle)
-        await client.wait_for("progress:end", timeout=600)
-        await stop(client)
+        await client.wait_for_progress("end", timeout=600)
+        await client.stop()
         return ready
 
     def prepare(self, cycle: Cycle) -> None:
@@ -384,13 +381,11 @@ class Bench:
         self.clean_restarts = [await self.clean_restart() for _ in range(CLEAN_RESTARTS)]
         reference_cache = Path(tempfile.mkdtemp(prefix="filescout-crash-reference-"))
         try:
+            reference_env = server_env(reference_cache)
             subprocess.run(
-                [sys.executable, "-m", "filescout", "index", str(self.root)],
-                env={**os.environ, "FILESCOUT_CACHE_DIR": str(reference_cache)},
-                check=True,
-                capture_output=True,
+                command("index", str(self.root)), env=reference_env, check=True, capture_output=True
             )
-            reference_db = default_db_path(self.root.resolve(), {"FILESCOUT_CACHE_DIR": str(reference_cache)})
+            reference_db = default_db_path(self.root.resolve(), reference_env)
             against = differences(rows_by_path(self.db), rows_by_path(reference_db))
         finally:
             shutil.rmtree(reference_cache, ignore_errors=True)
@@ -497,10 +492,6 @@ def report(summary: dict[str, Any], args: argparse.Namespace, load: tuple[str, s
             f"| idle after a kill, p50 / p95 / max (n={idle['n']}; {min(annotated)}-{max(annotated)} "
             f"files left to annotate) | {idle['p50']:.1f} / {idle['p95']:.1f} / {idle['max']:.1f} s |"
         )
-
-
-def load_average() -> str:
-    return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 async def main_async(args: argparse.Namespace) -> int:

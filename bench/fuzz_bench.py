@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 
 from harness.fuzz_harness import Findings, Fuzzer, Resources
 from harness.fuzz_messages import Face, batches, lsp_messages, mcp_messages, raw_frames
+from harness.procfs import load_average
 from harness.support import make_workspace
 
 WARM_UP = 500  # messages before the first reading of the server's resources
@@ -162,16 +163,14 @@ def main() -> int:
     parser.add_argument("--faces", default="lsp,mcp")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    load = os.getloadavg()
     print(f"# filescout protocol fuzzing, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC")
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
-    print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"load average at start: {load_average()}")
     met = True
     with tempfile.TemporaryDirectory(prefix="filescout-fuzz-") as temp:
         for face in args.faces.split(","):
             met = report(fuzz_face(face, Path(temp), args)) and met  # type: ignore[arg-type]
-    load = os.getloadavg()
-    print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"\nload average at the end: {load_average()}")
     return 0 if met else 1
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import platform
 import statistics
 import subprocess
@@ -38,6 +37,8 @@ from filescout.relevance.prefilter import KIND_PRIOR, prefilter
 from filescout.relevance.query import analyse
 from filescout.relevance.signals import Signals
 from filescout.vcs.commits import MAX_COMMITS
+from harness import launch
+from harness.procfs import load_average
 from harness.repositories import git_dir, workspace_with_history
 from harness.stats import percentile
 
@@ -115,7 +116,7 @@ async def main_async(args: argparse.Namespace) -> int:
     newest = git(repository, "rev-parse", "HEAD").strip()
     root = workspace_with_history(args.work, args.repos, REPO, base)
     move_head(root, base)
-    env = {**os.environ, "FILESCOUT_CACHE_DIR": str(args.work / "cache")}
+    env = launch.server_env(args.work / "cache")
     database = default_db_path(root.resolve(), env)
     if not database.exists():  # the files and their annotations, once
         engine = await Workspace.open(root, {}, env=env)
@@ -147,14 +148,13 @@ async def main_async(args: argparse.Namespace) -> int:
         move_head(root, base)
     finally:
         await index.close()
-    load = os.getloadavg()
     print(
         f"## History index — {datetime.now(timezone.utc):%Y-%m-%d}, {platform.machine()}, Python "
         f"{platform.python_version()}\n"
     )
     print(
         f"git/git at {base[:10]} ({count(repository, base)} ancestors; the newest {state.commits} read); "
-        f"load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}\n"
+        f"load {load_average()}\n"
     )
     print("| measure | value |\n|---|---|")
     print(f"| full read, {state.commits} commits | {full:.2f} s |")

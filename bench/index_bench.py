@@ -24,23 +24,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import platform
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from lsprotocol import types
-
-from harness.lsp import BenchClient, save_until_annotated, start, stop
+from harness.procfs import descendants, kib, load_average, status_fields
 from harness.references import ctags_seconds, drop_caches, timed, warm_up
 from harness.stats import percentile
+from harness.wire import ProgressClient, save_until_annotated
 from harness.workspaces import generate, queries
 
 SAMPLE_SECONDS = 0.1
@@ -54,46 +51,7 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def load() -> str:
-    """The load averages now, as `uptime` shows them."""
-    return " ".join(f"{value:.2f}" for value in os.getloadavg())
-
-
 # Memory of the server's process tree
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            text = Path(f"/proc/{pid}/task/{task}/children").read_text()
-            found.extend(int(child) for child in text.split())
-    except OSError:
-        pass
-    return found
-
-
-def process_tree(pid: int) -> list[int]:
-    tree, pending = [], [pid]
-    while pending:
-        current = pending.pop()
-        tree.append(current)
-        pending.extend(_children(current))
-    return tree
-
-
-def _kib(pid: int) -> tuple[int, int] | None:
-    """(VmRSS, VmHWM) of a process in KiB; None once it is gone."""
-    rss = hwm = 0
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                rss = int(line.split()[1])
-            elif line.startswith("VmHWM:"):
-                hwm = int(line.split()[1])
-    except (OSError, ValueError):
-        return None
-    return rss, hwm
 
 
 class TreeMemory:
@@ -109,18 +67,17 @@ class TreeMemory:
 
     def sample(self) -> None:
         total = 0
-        for pid in process_tree(self.pid):
-            found = _kib(pid)
-            if found is None:
+        for pid in descendants(self.pid):
+            fields = status_fields(pid)
+            if not fields:  # gone
                 continue
-            rss, hwm = found
-            total += rss
-            self.peaks[pid] = max(self.peaks.get(pid, 0), hwm)
+            total += kib(fields, "VmRSS")
+            self.peaks[pid] = max(self.peaks.get(pid, 0), kib(fields, "VmHWM"))
         self.largest_total = max(self.largest_total, total)
 
     async def _run(self) -> None:
         while True:
-            self.sample()
+            await asyncio.to_thread(self.sample)  # /proc reads off the loop that times the server
             await asyncio.sleep(SAMPLE_SECONDS)
 
     def stop(self) -> dict[str, float]:
@@ -134,10 +91,8 @@ class TreeMemory:
         }
 
 
-def watch_memory(client: BenchClient) -> TreeMemory:
-    process = client._server
-    assert process is not None
-    return TreeMemory(process.pid)
+def watch_memory(client: ProgressClient) -> TreeMemory:
+    return TreeMemory(client.pid)
 
 
 # The runs
@@ -149,35 +104,39 @@ def settings(args: argparse.Namespace) -> dict[str, Any] | None:
     return {"index": {"workers": args.workers}} if args.workers is not None else None
 
 
+async def start(root: Path, cache: Path, args: argparse.Namespace) -> ProgressClient:
+    """A server with its index where `XDG_CACHE_HOME=cache` puts it (cache/filescout/...), so an
+    index kept in --cache by an earlier run is found."""
+    return await ProgressClient.start(root, cache / "filescout", initialization_options=settings(args))
+
+
 async def cold(root: Path, cache: Path, args: argparse.Namespace, *, until_annotated: bool = True) -> dict:
-    client = await start(root, cache, initialization_options=settings(args))
+    client = await start(root, cache, args)
     memory = watch_memory(client)
-    scanned = await client.wait_for("status:annotating")
+    scanned = await client.phase_time("annotating")
     result: dict[str, Any] = {"scan_s": scanned - client.started}
     if until_annotated:
-        annotated = await client.wait_for("progress:end")
-        status = await client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="filescout.status")
-        )
+        annotated = await client.wait_for_progress("end")
+        status = await client.command("filescout.status")
         result.update(
             annotate_s=annotated - scanned,
             files=status["files"],
             annotated=status["byStatus"].get("annotated", 0),
         )
     result["memory"] = memory.stop()
-    result["load"] = load()
-    await stop(client)
+    result["load"] = load_average()
+    await client.stop()
     return result
 
 
-async def warm(root: Path, cache: Path, args: argparse.Namespace) -> tuple[float, BenchClient]:
-    client = await start(root, cache, initialization_options=settings(args))
-    ready = await client.wait_for("status:annotating")
-    await client.wait_for("progress:end")
+async def warm(root: Path, cache: Path, args: argparse.Namespace) -> tuple[float, ProgressClient]:
+    client = await start(root, cache, args)
+    ready = await client.phase_time("annotating")
+    await client.wait_for_progress("end")
     return ready - client.started, client
 
 
-async def save_latency(client: BenchClient, root: Path, trials: int) -> list[float]:
+async def save_latency(client: ProgressClient, root: Path, trials: int) -> list[float]:
     candidates = sorted(p for p in root.glob("packages/*/*/*.py"))[:trials]
     return [
         await save_until_annotated(client, root, path.relative_to(root).as_posix(), serial)
@@ -185,15 +144,16 @@ async def save_latency(client: BenchClient, root: Path, trials: int) -> list[flo
     ]
 
 
-async def question_latency(client: BenchClient, count: int) -> list[float]:
+async def question_latency(client: ProgressClient, count: int) -> list[float]:
     """findRelevant's model-free stage, request to response, one question at a time."""
     latencies = []
     for text in queries(count):
-        started = time.perf_counter()
-        await client.protocol.send_request_async(
+        reply = await client.timed(
             "files/findRelevant", {"query": text, "limit": 20, "options": {"useModel": False}}
         )
-        latencies.append(time.perf_counter() - started)
+        if reply.error is not None or reply.latency is None:
+            raise RuntimeError(f"files/findRelevant: {reply.error}")
+        latencies.append(reply.latency)
     return latencies
 
 
@@ -252,16 +212,16 @@ async def main_async(args: argparse.Namespace) -> dict:
         warm_runs = []
         for _ in range(args.runs):
             seconds, client = await warm(root, cache, args)
-            await stop(client)
+            await client.stop()
             warm_runs.append(seconds)
-            say(f"warm: {seconds:.2f} s (load {load()})")
+            say(f"warm: {seconds:.2f} s (load {load_average()})")
         results["warm_s"] = warm_runs
-        results["warm_load"] = load()
+        results["warm_load"] = load_average()
         if not args.no_drop_caches and drop_caches():
             results["git_status_dropped_s"] = timed(["git", "status", "--porcelain"], root)
             drop_caches()
             seconds, client = await warm(root, cache, args)
-            await stop(client)
+            await client.stop()
             results["warm_dropped_s"] = seconds
             say(f"warm (dropped caches): {seconds:.2f} s, git status {results['git_status_dropped_s']:.2f} s")
         seconds, client = await warm(root, cache, args)
@@ -271,7 +231,7 @@ async def main_async(args: argparse.Namespace) -> dict:
         results["save_s"] = await save_latency(client, root, args.trials)
         say(f"save: {results['save_s']}")
         results["warm_memory"] = memory.stop()
-        await stop(client)
+        await client.stop()
     subprocess.run(["git", "checkout", "-q", "--", "."], cwd=root, check=False)
     return results
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from harness.fake_openai import FakeOpenAI, Request
 from harness.gullible_model import ATTACKS, Gullibility
-from model_faults_bench import request, start_server, stop_server, wait_until_idle
+from harness.wire import WireClient, wait_until_idle
 
 TARGET = "src/reports/revenue.py"
 VICTIM = "src/orders/order_service.py"
@@ -186,20 +186,21 @@ async def one_run(work: Path, attack: str | None, mode: Mode, limit: int, trusti
         options = {
             "model": {"model": "bench-model", "baseUrl": fake.base_url, "timeout": 10, "maxRetries": 0}
         }
-    client = await start_server(root, work / "cache", options, work / "server.log")
+    client = await WireClient.start(
+        root, work / "cache", watch=False, initialization_options=options, stderr=work / "server.log"
+    )
     run = Run()
     try:
         await wait_until_idle(client, 120)
         for question in QUESTIONS:
-            result = await request(
-                client,
+            result = await client.result(
                 "files/findRelevant",
                 {"query": question, "limit": limit, "options": {"selectTags": False}},
             )
             run.ranks[question] = [item["path"] for item in result["items"]]
             run.degraded += bool(result["degraded"])
     finally:
-        await stop_server(client)
+        await client.stop()
         fake.stop()
         shutil.rmtree(work, ignore_errors=True)
     run.escaped = (

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import platform
 import subprocess
 import sys
@@ -27,7 +25,9 @@ from filescout.index import Index
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.prefilter import prefilter
 from filescout.relevance.query import analyse
+from harness import launch
 from harness.stats import percentile
+from harness.wire import WireClient
 from harness.workspaces import generate, queries
 
 
@@ -46,105 +46,29 @@ async def in_process(root: Path, env: dict[str, str], texts: list[str]) -> list[
         await index.close()
 
 
-class RawClient:
-    """JSON-RPC over the server's stdio with nothing in between: times are when the bytes of a
-    message arrive, not when some client library has finished decoding them."""
-
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
-        self.next_id = 0
-
-    @classmethod
-    async def start(cls, root: Path, cache: Path) -> RawClient:
-        env = {**os.environ, "FILESCOUT_CACHE_DIR": str(cache)}
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "filescout",
-            "serve",
-            env=env,
-            limit=1 << 26,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        client = cls(process)
-        await client.call(
-            "initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {}}
-        )
-        client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-        return client
-
-    def send(self, message: dict) -> None:
-        body = json.dumps(message).encode()
-        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-
-    async def receive(self) -> tuple[float, dict]:
-        length = 0
-        while True:
-            line = await self.process.stdout.readline()
-            arrived = time.perf_counter()
-            if line in (b"\r\n", b"\n"):
-                break
-            if line.lower().startswith(b"content-length:"):
-                length = int(line.split(b":")[1])
-        return arrived, json.loads(await self.process.stdout.readexactly(length))
-
-    async def call(self, method: str, params: dict, on_message=None) -> tuple[float, dict]:
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        while True:
-            arrived, message = await self.receive()
-            if message.get("id") == self.next_id and "method" not in message:
-                return arrived, message
-            if on_message is not None:
-                on_message(arrived, message)
-
-    async def stop(self) -> None:
-        await self.call("shutdown", {})
-        self.send({"jsonrpc": "2.0", "method": "exit", "params": {}})
-        await self.process.wait()
-
-
 async def over_lsp(root: Path, cache: Path, texts: list[str]) -> dict[str, list[float]]:
-    client = await RawClient.start(root, cache)
+    client = await WireClient.start(root, cache)
     for _ in range(100):  # until the startup scan has finished (status says so)
-        _, status = await client.call("workspace/executeCommand", {"command": "filescout.status"})
-        if status["result"]["phase"] == "idle":
+        if (await client.command("filescout.status"))["phase"] == "idle":
             break
         await asyncio.sleep(0.1)
     first, total = [], []
     for number, text in enumerate(texts):
-        token = f"q{number}"
-        arrivals: list[float] = []
-
-        def partial(arrived: float, message: dict, token: str = token, arrivals: list = arrivals) -> None:
-            if message.get("method") == "$/progress" and message["params"]["token"] == token:
-                arrivals.append(arrived)
-
-        started = time.perf_counter()
-        finished, _ = await client.call(
-            "files/findRelevant", {"query": text, "limit": 20, "partialResultToken": token}, partial
+        reply = await client.timed(
+            "files/findRelevant", {"query": text, "limit": 20, "partialResultToken": f"q{number}"}
         )
-        first.append((arrivals[0] if arrivals else finished) - started)
-        total.append(finished - started)
-    batches: list[tuple[float, int]] = []
-
-    def listed(arrived: float, message: dict) -> None:
-        if message.get("method") == "$/progress" and message["params"]["token"] == "all":
-            batches.append((arrived, len(message["params"]["value"])))
-
-    started = time.perf_counter()
-    finished, _ = await client.call(
-        "files/getFiles", {"partialResultToken": "all", "batchSize": 1000}, listed
-    )
+        assert reply.arrived is not None
+        first.append((reply.first_partial or reply.arrived) - reply.sent)
+        total.append(reply.arrived - reply.sent)
+    listed = await client.timed("files/getFiles", {"partialResultToken": "all", "batchSize": 1000})
     await client.stop()
+    assert listed.arrived is not None and listed.first_partial is not None
     return {
         "first": first,
         "total": total,
-        "files_first": [batches[0][0] - started],
-        "files_all": [finished - started],
-        "files_count": [sum(count for _, count in batches)],
+        "files_first": [listed.first_partial - listed.sent],
+        "files_all": [listed.arrived - listed.sent],
+        "files_count": [sum(count for _, count in listed.partials)],
     }
 
 
@@ -153,10 +77,10 @@ async def main_async(args: argparse.Namespace) -> None:
     if not root.exists():
         print(f"generating {args.files} files in {root} ...", file=sys.stderr)
         generate(root, args.files, seed=7)
-    env = {**os.environ, "FILESCOUT_CACHE_DIR": str(args.cache)}
+    env = launch.server_env(args.cache)
     print("indexing (kept in the cache between runs) ...", file=sys.stderr)
     subprocess.run(
-        [sys.executable, "-m", "filescout", "index", str(root)],
+        launch.command("index", str(root)),
         env=env,
         check=True,
         stdout=subprocess.DEVNULL,

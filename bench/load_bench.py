@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
-import json
 import os
 import platform
 import random
@@ -33,226 +31,17 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness.procfs import Sampler, load_average
 from harness.stats import percentile
-from harness.workspaces import queries
-
-REPLY_TIMEOUT = 300.0
-MODEL_VARIABLES = ("FILESCOUT_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "FILESCOUT_API_KEY")
-
-
-@dataclass
-class Reply:
-    """One request's fate: when it was sent, when its reply (and first partial result) came."""
-
-    kind: str
-    sent: float
-    arrived: float | None = None
-    first_partial: float | None = None
-    error: dict[str, Any] | None = None
-
-    @property
-    def latency(self) -> float | None:
-        return None if self.arrived is None else self.arrived - self.sent
-
-
-class WireClient:
-    """JSON-RPC over a `filescout serve` subprocess's stdio, many requests in flight at once.
-
-    A reader task routes each reply to its request's future, notes when partial results arrive,
-    keeps the last index phase the server announced, and says yes to every request the server
-    makes (progress tokens, watcher registration)."""
-
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
-        self.ids = itertools.count(1)
-        self.pending: dict[int, tuple[Reply, asyncio.Future[dict[str, Any]]]] = {}
-        self.partial_of: dict[str, Reply] = {}
-        self.phase = "starting"
-        self.phases: list[tuple[float, str]] = []
-        self.reader = asyncio.get_running_loop().create_task(self._read())
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    @classmethod
-    async def start(
-        cls, root: Path, cache: Path, *, env: dict[str, str] | None = None, stderr: Path | None = None
-    ) -> WireClient:
-        environment = {key: value for key, value in os.environ.items() if key not in MODEL_VARIABLES}
-        environment.update({"FILESCOUT_CACHE_DIR": str(cache), **(env or {})})
-        log = open(stderr, "ab") if stderr else None  # noqa: SIM115 - the child keeps it
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "filescout",
-            "serve",
-            env=environment,
-            limit=1 << 26,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=log if log else asyncio.subprocess.DEVNULL,
-        )
-        if log:
-            log.close()
-        client = cls(process)
-        capabilities = {
-            "window": {"workDoneProgress": True},
-            "workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}},
-        }
-        await client.request(
-            "initialize",
-            {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": capabilities},
-        )
-        client.notify("initialized", {})
-        return client
-
-    def notify(self, method: str, params: Any) -> None:
-        self._send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def send(self, method: str, params: Any, kind: str | None = None) -> asyncio.Future[dict[str, Any]]:
-        """Send a request now; the future resolves to its reply. Its `Reply` is in `.reply`."""
-        number = next(self.ids)
-        reply = Reply(kind or method, time.perf_counter())
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        future.reply = reply  # type: ignore[attr-defined]
-        self.pending[number] = (reply, future)
-        if isinstance(params, dict) and "partialResultToken" in params:
-            self.partial_of[str(params["partialResultToken"])] = reply
-        self._send({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
-        return future
-
-    async def request(self, method: str, params: Any, timeout: float = REPLY_TIMEOUT) -> dict[str, Any]:
-        return await asyncio.wait_for(self.send(method, params), timeout)
-
-    async def command(self, name: str, *arguments: Any) -> dict[str, Any]:
-        return await self.request("workspace/executeCommand", {"command": name, "arguments": list(arguments)})
-
-    def _send(self, message: dict[str, Any]) -> None:
-        body = json.dumps(message).encode()
-        assert self.process.stdin is not None
-        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-
-    async def _receive(self) -> tuple[float, dict[str, Any]] | None:
-        stdout = self.process.stdout
-        assert stdout is not None
-        length = 0
-        while True:
-            line = await stdout.readline()
-            arrived = time.perf_counter()
-            if not line:
-                return None
-            if line in (b"\r\n", b"\n"):
-                break
-            if line.lower().startswith(b"content-length:"):
-                length = int(line.split(b":")[1])
-        return arrived, json.loads(await stdout.readexactly(length))
-
-    async def _read(self) -> None:
-        try:
-            while (received := await self._receive()) is not None:
-                self._dispatch(*received)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        for reply, future in self.pending.values():  # the server is gone: these never come
-            if not future.done():
-                future.set_exception(ConnectionError(f"no reply to {reply.kind}: the server exited"))
-
-    def _dispatch(self, arrived: float, message: dict[str, Any]) -> None:
-        method = message.get("method")
-        if method is not None and "id" in message:
-            self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
-        elif method == "$/progress":
-            params = message["params"]
-            reply = self.partial_of.get(str(params["token"]))
-            if reply is not None and isinstance(params["value"], list) and reply.first_partial is None:
-                reply.first_partial = arrived
-        elif method == "filescout/status":
-            phase = message["params"]["phase"]
-            if phase != self.phase:
-                self.phases.append((arrived, phase))
-            self.phase = phase
-        elif method is None and (entry := self.pending.pop(message.get("id"), None)):  # type: ignore[arg-type]
-            reply, future = entry
-            reply.arrived = arrived
-            reply.error = message.get("error")
-            if not future.done():
-                future.set_result(message)
-
-    async def stop(self) -> None:
-        try:
-            await self.request("shutdown", {}, timeout=60)
-            self.notify("exit", {})
-            await asyncio.wait_for(self.process.wait(), 30)
-        except (TimeoutError, asyncio.TimeoutError, ConnectionError):
-            self.process.kill()
-            await self.process.wait()
-        self.reader.cancel()
-
-
-# The server process, as /proc shows it
-
-
-@dataclass
-class ProcessSample:
-    at: float
-    rss_mb: float
-    fds: int
-    threads: int
-
-
-def sample_process(pid: int) -> ProcessSample | None:
-    """RSS, open file descriptors and threads of a live process (Linux), or None once it is gone."""
-    try:
-        fields = dict(
-            line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
-        )
-        fds = len(os.listdir(f"/proc/{pid}/fd"))
-    except (OSError, ValueError):
-        return None
-    return ProcessSample(
-        time.perf_counter(), int(fields["VmRSS"].split()[0]) / 1024, fds, int(fields["Threads"])
-    )
-
-
-@dataclass
-class Sampler:
-    """Samples a process every `every` seconds until stopped; `label` tags each sample."""
-
-    pid: int
-    every: float = 0.5
-    label: Callable[[], str] = lambda: ""
-    samples: list[tuple[str, ProcessSample]] = field(default_factory=list)
-
-    async def run(self) -> None:
-        while (sample := sample_process(self.pid)) is not None:
-            self.samples.append((self.label(), sample))
-            await asyncio.sleep(self.every)
-
-    def of(self, label: str | None = None) -> list[ProcessSample]:
-        return [sample for tag, sample in self.samples if label is None or tag == label]
-
+from harness.wire import REPLY_TIMEOUT, Reply, WireClient
+from harness.workspaces import GET_FILES_FILTERS, queries
 
 # Bursts
-
-GET_FILES_FILTERS: list[dict[str, Any]] = [
-    {"kinds": ["source"], "languages": ["python"]},
-    {"globs": ["*.ts", "!*.test.ts"]},
-    {"kinds": ["test"], "orderBy": "recent"},
-    {"languages": ["go", "rust"], "status": ["annotated"]},
-    {"query": "payment cache"},
-    {"tags": ["test"]},
-    {"paths": ["packages"], "globs": ["**/*.md"]},
-    {"orderBy": "frecency"},
-    {"changedSince": 0, "kinds": ["docs", "config"]},
-    {"status": ["pending"]},
-]
 
 
 def burst_requests(size: int, texts: list[str], rng: random.Random) -> list[tuple[str, str, dict[str, Any]]]:
@@ -320,10 +109,6 @@ class Run:
     load_before: str
     load_after: str
     stderr_errors: int
-
-
-def load_average() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 async def cold_run(args: argparse.Namespace, cache: Path, texts: list[str], log: Path) -> Run:

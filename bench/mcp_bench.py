@@ -27,6 +27,7 @@ from pathlib import Path
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from harness import launch
 from harness.stats import percentile
 from harness.workspaces import queries
 
@@ -43,12 +44,17 @@ def token_counter() -> tuple[str, Callable[[str], int]]:
         return "estimated tokens (4 characters each)", lambda text: -(-len(text) // 4)
 
 
+def index_dir(cache: Path) -> Path:
+    """The indexes' folder under --cache: where XDG_CACHE_HOME=--cache puts them, as earlier runs did."""
+    return cache / "filescout"
+
+
 def parameters(root: Path, cache: Path) -> StdioServerParameters:
+    """The MCP server as a chat panel starts it: little of this shell's environment."""
     keep = {name: os.environ[name] for name in ("PATH", "HOME", "LANG") if name in os.environ}
+    command, *arguments = launch.command("mcp", str(root))
     return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "filescout", "mcp", str(root)],
-        env={**keep, "XDG_CACHE_HOME": str(cache), "FILESCOUT_CACHE_DIR": ""},
+        command=command, args=arguments, env=launch.server_env(index_dir(cache), base=keep)
     )
 
 
@@ -91,11 +97,10 @@ async def steady(root: Path, cache: Path, texts: list[str]) -> tuple[list[float]
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    env = {**os.environ, "XDG_CACHE_HOME": str(args.cache), "FILESCOUT_CACHE_DIR": ""}
     print("indexing (kept in the cache between runs) ...", file=sys.stderr, flush=True)
     subprocess.run(
-        [sys.executable, "-m", "filescout", "index", str(args.workspace)],
-        env=env,
+        launch.command("index", str(args.workspace)),
+        env=launch.server_env(index_dir(args.cache)),
         check=True,
         stdout=subprocess.DEVNULL,
     )

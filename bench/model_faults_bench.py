@@ -36,11 +36,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from lsprotocol import types
-
 from harness.fake_openai import Action, FakeOpenAI
-from harness.lsp import BenchClient
 from harness.stats import percentile
+from harness.wire import WireClient, wait_until_idle
 from harness.workspaces import generate, queries
 
 RELEVANCE_KINDS = ("tags", "judge", "final")
@@ -105,68 +103,8 @@ def heal(fake: FakeOpenAI) -> None:
 # -- the server ---------------------------------------------------------------------------------
 
 
-async def start_server(root: Path, cache: Path, options: dict[str, Any], log: Path) -> BenchClient:
-    """`filescout serve` with initialization options; its stderr drained into `log` (a pipe
-    nobody reads fills up and stalls the server once it has logged 64 KB)."""
-    client = BenchClient()
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "FILESCOUT_CACHE_DIR": ""}
-    await client.start_io(sys.executable, "-m", "filescout", "serve", env=env)
-    process = client._server
-    assert process is not None and process.stderr is not None
-    stderr = process.stderr
-
-    async def drain() -> None:
-        with log.open("ab") as sink:
-            while line := await stderr.readline():
-                sink.write(line)
-                sink.flush()
-
-    client._drain = asyncio.create_task(drain())  # type: ignore[attr-defined]
-    capabilities = types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=True))
-    await client.initialize_async(
-        types.InitializeParams(
-            capabilities=capabilities,
-            root_uri=root.as_uri(),
-            process_id=os.getpid(),
-            initialization_options=options,
-        )
-    )
-    client.initialized(types.InitializedParams())
-    return client
-
-
-async def stop_server(client: BenchClient) -> None:
-    await client.shutdown_async(None)
-    client.exit(None)
-    await client.stop()
-    await asyncio.gather(client._drain, return_exceptions=True)  # type: ignore[attr-defined]
-
-
-async def request(client: BenchClient, method: str, params: Any) -> Any:
-    return await client.protocol.send_request_async(method, params)
-
-
-async def command(client: BenchClient, name: str, *arguments: Any) -> Any:
-    return await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command=name, arguments=list(arguments) or None)
-    )
-
-
-async def model_status(client: BenchClient) -> dict[str, Any]:
-    return (await command(client, "filescout.status"))["model"]
-
-
-async def wait_until_idle(client: BenchClient, limit: float) -> float:
-    """Seconds until the first scan has finished and the model has nothing queued."""
-    started = time.perf_counter()
-    while time.perf_counter() - started < limit:
-        status = await command(client, "filescout.status")
-        model = status["model"] or {"state": "off", "queuedFiles": 0}  # no model configured
-        scanned = status["lastScan"] is not None and status["phase"] == "idle"
-        if scanned and model["state"] in ("idle", "off") and model["queuedFiles"] == 0:
-            return time.perf_counter() - started
-        await asyncio.sleep(0.2)
-    raise TimeoutError(f"the model did not finish within {limit:.0f} s")
+async def model_status(client: WireClient) -> dict[str, Any]:
+    return (await client.command("filescout.status"))["model"]
 
 
 # -- one fault ----------------------------------------------------------------------------------
@@ -186,12 +124,12 @@ class Outcome:
     recovered: int = 0
 
 
-async def until_healthy(client: BenchClient, fake: FakeOpenAI, text: str, limit: float = 120.0) -> None:
+async def until_healthy(client: WireClient, fake: FakeOpenAI, text: str, limit: float = 120.0) -> None:
     """Wait out an open circuit: until a model-on request runs every stage again."""
     heal(fake)
     started = time.perf_counter()
     while time.perf_counter() - started < limit:
-        result = await request(client, "files/findRelevant", {"query": text, "limit": 10})
+        result = await client.result("files/findRelevant", {"query": text, "limit": 10})
         if result["stages"][-1] == "final" and not result["degraded"]:
             return
         await asyncio.sleep(0.5)
@@ -199,7 +137,7 @@ async def until_healthy(client: BenchClient, fake: FakeOpenAI, text: str, limit:
 
 
 async def relevance_under(
-    client: BenchClient, fake: FakeOpenAI, fault: Fault, texts: list[str], guard: float, outcome: Outcome
+    client: WireClient, fake: FakeOpenAI, fault: Fault, texts: list[str], guard: float, outcome: Outcome
 ) -> None:
     before = len(fake.requests)
     fault.apply(fake)
@@ -207,7 +145,7 @@ async def relevance_under(
         started = time.perf_counter()
         try:
             result = await asyncio.wait_for(
-                request(client, "files/findRelevant", {"query": text, "limit": 10}), guard
+                client.result("files/findRelevant", {"query": text, "limit": 10}), guard
             )
         except asyncio.TimeoutError:
             outcome.failed.append(f"no answer within {guard:.0f} s")
@@ -224,7 +162,7 @@ async def relevance_under(
 
 
 async def annotation_under(
-    client: BenchClient,
+    client: WireClient,
     fake: FakeOpenAI,
     fault: Fault,
     root: Path,
@@ -241,7 +179,7 @@ async def annotation_under(
             )
     fault.apply(fake)
     before = fake.calls("annotate")
-    await command(client, "filescout.reindex")
+    await client.command("filescout.reindex")
     started = time.perf_counter()
     while time.perf_counter() - started < 90:
         status = await model_status(client)
@@ -266,8 +204,8 @@ async def annotation_under(
     outcome.recovered = (await annotation_counts(client, touched)).get("model", 0)
 
 
-async def annotation_counts(client: BenchClient, paths: list[str]) -> dict[str, int]:
-    page = await request(client, "files/getFiles", {"paths": paths, "limit": len(paths)})
+async def annotation_counts(client: WireClient, paths: list[str]) -> dict[str, int]:
+    page = await client.result("files/getFiles", {"paths": paths, "limit": len(paths)})
     counts: Counter[str] = Counter()
     for item in page["items"]:
         if not item["summary"] or item["status"] == "pending":
@@ -298,12 +236,14 @@ async def main_async(args: argparse.Namespace) -> list[Outcome]:
         }
     }
     log = work / "server.log"
-    client = await start_server(root, work / "cache", options, log)
+    client = await WireClient.start(
+        root, work / "cache", watch=False, initialization_options=options, stderr=log
+    )
     outcomes: list[Outcome] = []
     try:
         annotated = await wait_until_idle(client, 600)
         print(f"indexed and annotated {args.files} files in {annotated:.1f} s", file=sys.stderr)
-        page = await request(client, "files/getFiles", {"limit": 5000, "kinds": ["source"]})
+        page = await client.result("files/getFiles", {"limit": 5000, "kinds": ["source"]})
         touched = sorted(item["path"] for item in page["items"] if item["size"] < 20_000)[: args.touched]
         texts = queries(args.requests, seed=23)
         guard = 10 * args.timeout + 60
@@ -318,7 +258,7 @@ async def main_async(args: argparse.Namespace) -> list[Outcome]:
             print(summary_line(outcome, len(texts), len(touched)), file=sys.stderr, flush=True)
     finally:
         heal(fake)
-        await stop_server(client)
+        await client.stop()
         fake.stop()
     tracebacks = log.read_text(errors="replace").count("Traceback")
     if tracebacks or args.keep:

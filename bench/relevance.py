@@ -43,7 +43,9 @@ from filescout.engine import Workspace
 from filescout.engine.settings import default_db_path
 from filescout.relevance.signals import ENVIRONMENT, SIGNALS, Signals
 from filescout_protocol.types import FindRelevantParams
+from harness import launch
 from harness.repositories import workspace, workspace_with_history
+from harness.stats import percentile
 
 # -- the baseline, as the cases' README specifies it -----------------------------------------
 
@@ -182,11 +184,6 @@ class Scores:
 # -- workspaces ------------------------------------------------------------------------------
 
 
-def p95(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-
-
 def history_seconds(root: Path, env: dict[str, str]) -> float | None:
     """How long the last full read of the workspace's history took (None: it has none)."""
     with sqlite3.connect(f"file:{default_db_path(root.resolve(), env)}?mode=ro", uri=True) as db:
@@ -197,7 +194,7 @@ def history_seconds(root: Path, env: dict[str, str]) -> float | None:
 async def filescout_rank(
     root: Path, query: str, cache: Path, limit: int
 ) -> tuple[list[str], float, float, float | None]:
-    env = {**os.environ, "FILESCOUT_CACHE_DIR": str(cache)}
+    env = launch.server_env(cache)
     engine = await Workspace.open(root, {"exclude": ["/.done"]}, env=env)
     try:
         started = time.perf_counter()
@@ -263,13 +260,13 @@ async def main_async(args: argparse.Namespace) -> int:
         print(
             f"| {repo} | {n} | filescout | "
             + " | ".join(ours[repo].row())
-            + f" | {statistics.median(ours[repo].latency) * 1000:.1f} | {p95(ours[repo].latency) * 1000:.1f} |"
+            + f" | {statistics.median(ours[repo].latency) * 1000:.1f} | {percentile(ours[repo].latency, 0.95) * 1000:.1f} |"
         )
         if base:
             print(
                 f"| {repo} | {n} | BM25 baseline | "
                 + " | ".join(base[repo].row())
-                + f" | {statistics.median(base[repo].latency) * 1000:.1f} | {p95(base[repo].latency) * 1000:.1f} |"
+                + f" | {statistics.median(base[repo].latency) * 1000:.1f} | {percentile(base[repo].latency, 0.95) * 1000:.1f} |"
             )
     print(f"\nindexing per workspace (structural): median {statistics.median(index_seconds):.2f} s")
     if history_index_seconds:

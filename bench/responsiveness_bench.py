@@ -35,88 +35,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lsprotocol import types
-
-from harness import lsp as lsp_client
-from harness.lsp import BenchClient
+from harness.procfs import command_line, cpu_seconds, descendants, load_average, memory_kb, thread_cpu
 from harness.references import ctags_seconds, warm_up
 from harness.stats import percentile
+from harness.wire import ProgressClient, save_until_annotated
 from harness.workspaces import queries
-
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def load() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-
-
-def descendants(pid: int) -> list[int]:
-    """`pid` and every process below it."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry)] = int(stat.rpartition(")")[2].split()[1])
-    found, frontier = [pid], [pid]
-    while frontier:
-        frontier = [child for child, parent in parents.items() if parent in frontier]
-        found += frontier
-    return found
-
-
-def memory_kb(pid: int) -> tuple[int, int]:
-    """(RSS, PSS) of one process in kB; (0, 0) once it is gone."""
-    try:
-        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()
-    except OSError:
-        return 0, 0
-    values = {line.split(":")[0]: int(line.split()[1]) for line in rollup if line.endswith("kB")}
-    return values.get("Rss", 0), values.get("Pss", 0)
-
-
-def cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def thread_cpu(pid: int) -> list[tuple[str, float]]:
-    """(thread name, CPU seconds) of each thread of `pid`, busiest first: the writer's
-    connection thread is the part of the server that more workers cannot share."""
-    found = []
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-    for tid in tids:
-        try:
-            name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
-            found.append((f"{name} ({tid})", cpu_seconds_of(f"/proc/{pid}/task/{tid}/stat")))
-        except OSError:
-            continue
-    return sorted(found, key=lambda item: -item[1])
-
-
-def cpu_seconds_of(stat_path: str) -> float:
-    fields = Path(stat_path).read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
+def busiest_threads(pid: int, count: int) -> list[tuple[str, float]]:
+    """("name (tid)", CPU seconds) of the busiest threads of `pid`: the writer's connection
+    thread is the part of the server that more workers cannot share."""
+    return [(f"{name} ({tid})", seconds) for name, tid, seconds in thread_cpu(pid)[:count]]
 
 
 def name_of(pid: int, server: int) -> str:
     if pid == server:
         return "server"
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
+    command = command_line(pid)
+    if not command:
         return "gone"
     if b"resource_tracker" in command:
         return "resource tracker"
@@ -160,42 +100,38 @@ class Sampler:
         self.peak_sum_pss = max(self.peak_sum_pss, total_pss)
 
 
-async def start(root: Path, cache: Path, workers: int | None) -> BenchClient:
+async def start(root: Path, cache: Path, workers: int | None) -> ProgressClient:
     """The server with `workers` annotation workers (its own choice when None, the environment's
     FILESCOUT_WORKERS left out)."""
     environment = {name: value for name, value in os.environ.items() if name != "FILESCOUT_WORKERS"}
     options = {"index": {"workers": workers}} if workers is not None else {}
-    return await lsp_client.start(
-        root, cache, watch=False, initialization_options=options, environment=environment
+    return await ProgressClient.start(
+        root, cache, watch=False, initialization_options=options, base_env=environment
     )
 
 
-async def timed(coroutine: Any) -> float:
-    started = time.perf_counter()
-    await coroutine
-    return (time.perf_counter() - started) * 1000
+async def timed(client: ProgressClient, method: str, params: Any) -> float:
+    """Milliseconds from the request to its reply's arrival; an error reply raises."""
+    reply = await client.timed(method, params)
+    if reply.error is not None or reply.latency is None:
+        raise RuntimeError(f"{method}: {reply.error}")
+    return reply.latency * 1000
 
 
 async def probe(
-    client: BenchClient, root: Path, every: float, saves: list[str], texts: list[str], annotating: float
+    client: ProgressClient, root: Path, every: float, saves: list[str], texts: list[str], annotating: float
 ) -> dict[str, list[float]]:
     """getFiles and findRelevant every `every` seconds, and the saves spread over the first
     part of the backlog, until the pass ends."""
     found: dict[str, list[float]] = {"getFiles": [], "findRelevant": [], "didSave": []}
     serial = 0
-    while not any(event == "progress:end" for _, event, _ in client.events):
+    while client.progress_at("end") is None:
         started = time.perf_counter()
-        found["getFiles"].append(
-            await timed(client.protocol.send_request_async("files/getFiles", {"limit": 1000}))
-        )
+        found["getFiles"].append(await timed(client, "files/getFiles", {"limit": 1000}))
         question = texts[len(found["findRelevant"]) % len(texts)]
-        found["findRelevant"].append(
-            await timed(client.protocol.send_request_async("files/findRelevant", {"query": question}))
-        )
+        found["findRelevant"].append(await timed(client, "files/findRelevant", {"query": question}))
         if serial < len(saves) and time.perf_counter() - annotating > 2 + 3 * serial:
-            found["didSave"].append(
-                await lsp_client.save_until_annotated(client, root, saves[serial], serial) * 1000
-            )
+            found["didSave"].append(await save_until_annotated(client, root, saves[serial], serial) * 1000)
             serial += 1
         await asyncio.sleep(max(0.0, every - (time.perf_counter() - started)))
     return found
@@ -211,7 +147,7 @@ def save_candidates(root: Path, count: int) -> list[str]:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     root = args.workspace.resolve()
-    results: dict[str, Any] = {"workers": args.workers, "load_before": load()}
+    results: dict[str, Any] = {"workers": args.workers, "load_before": load_average()}
     if args.ctags:
         say("ctags -R (the tree read first, as filescout will find it: just read by ctags) ...")
         warm_up(root)
@@ -223,23 +159,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     stop = asyncio.Event()
     try:
         client = await start(root, cache, args.workers)
-        assert client._server is not None
-        sampler = Sampler(client._server.pid)
+        sampler = Sampler(client.pid)
         sampling = asyncio.ensure_future(sampler.run(stop))
-        annotating = await client.wait_for("status:annotating")
+        annotating = await client.phase_time("annotating")
         results["query_ready_s"] = annotating - client.started
         say(f"query-ready after {results['query_ready_s']:.2f} s")
         measured: dict[str, list[float]] = {}
         if args.probe_every > 0:
             measured = await probe(client, root, args.probe_every, saves, queries(50), annotating)
-        ended = await client.wait_for("progress:end")
+        ended = await client.wait_for_progress("end")
         results["cold_index_s"] = ended - client.started
         results["annotation_s"] = ended - annotating
-        status = await client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="filescout.status")
-        )
+        status = await client.command("filescout.status")
         sampler.sample()
-        results["server_threads_cpu_s"] = thread_cpu(sampler.server)[:6]
+        results["server_threads_cpu_s"] = busiest_threads(sampler.server, 6)
         results["files"] = status["files"]
         results["by_status"] = dict(status.get("byStatus") or status.get("by_status") or {})
         for name, values in measured.items():
@@ -272,15 +205,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         results["files_per_s"] = annotated / results["cold_index_s"]
         stop.set()
         await sampling
-        await client.shutdown_async(None)
-        client.exit(None)
         await client.stop()
     finally:
         stop.set()
         for relative, data in originals.items():
             (root / relative).write_bytes(data)
         shutil.rmtree(cache, ignore_errors=True)
-    results["load_after"] = load()
+    results["load_after"] = load_average()
     return results
 
 

@@ -40,12 +40,9 @@ from filescout.core.records import FileToAnnotate
 from filescout.llm.redact import apply_rules, redact
 from harness import secrets_corpus
 from harness.fake_openai import FakeOpenAI
+from harness.procfs import load_average
 
 HERE = Path(__file__).resolve().parent
-
-
-def load() -> str:
-    return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 async def measure() -> secrets_corpus.Outcome:
@@ -106,7 +103,7 @@ def throughput() -> None:
     texts = [path.read_text() for path in sorted((HERE.parent / "server" / "filescout").rglob("*.py"))] * 3
     size = sum(len(text) for text in texts)
     redact("warm up: compile the patterns")
-    before, best = load(), float("inf")
+    before, best = load_average(), float("inf")
     for _ in range(15):
         started = time.perf_counter()
         for text in texts:
@@ -122,7 +119,7 @@ def throughput() -> None:
                 redaction(text)
             fastest = min(fastest, time.perf_counter() - started)
         print(f"{len(shown)} summaries and tag lists {name}: {fastest / len(shown) * 1e6:.1f} µs each")
-    print(f"load (1/5/15 min) before, after: {before} / {load()}")
+    print(f"load (1/5/15 min) before, after: {before} / {load_average()}")
 
 
 def summaries() -> list[str]:
@@ -144,9 +141,9 @@ def main() -> int:
     if parser.parse_args().throughput:
         throughput()
         return 0
-    before = load()
+    before = load_average()
     outcome = asyncio.run(measure())
-    report(outcome, before, load())
+    report(outcome, before, load_average())
     return 1 if outcome.leaked or outcome.shown_leaked else 0
 
 

@@ -23,25 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _stat(path: str) -> tuple[int, float] | None:
-    """(parent pid, CPU seconds) of a process or thread."""
-    try:
-        text = Path(path).read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2 :].split()
-    return int(fields[1]), (int(fields[11]) + int(fields[12])) / TICK
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (stat := _stat(f"/proc/{entry}/stat")) and stat[0] == pid:
-            found.append(int(entry))
-    return found
+from harness.procfs import descendants, thread_cpu
 
 
 def run(workspace: Path, workers: int, tree: Path | None) -> dict[str, object]:
@@ -56,14 +38,9 @@ def run(workspace: Path, workers: int, tree: Path | None) -> dict[str, object]:
     )
     threads: dict[tuple[int, int], float] = {}
     while proc.poll() is None:
-        for pid in [proc.pid, *_children(proc.pid)]:
-            try:
-                tids = os.listdir(f"/proc/{pid}/task")
-            except OSError:
-                continue
-            for tid in tids:
-                if stat := _stat(f"/proc/{pid}/task/{tid}/stat"):
-                    threads[(pid, int(tid))] = stat[1]
+        for pid in descendants(proc.pid):  # the worker processes, and any command the index runs
+            for _, tid, seconds in thread_cpu(pid):  # 0 for a thread gone while read: keep the last
+                threads[(pid, tid)] = max(threads.get((pid, tid), 0.0), seconds)
         time.sleep(0.25)
     wall = time.monotonic() - started
     (database,) = cache.glob("*/index.sqlite3")

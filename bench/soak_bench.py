@@ -44,8 +44,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.workspaces import generate, queries
-from load_bench import GET_FILES_FILTERS, ProcessSample, Reply, Sampler, WireClient, load_average
+from harness.procfs import ProcessSample, Sampler, load_average
+from harness.wire import Reply, WireClient
+from harness.workspaces import GET_FILES_FILTERS, generate, queries
 
 PER_MINUTE = {"edit": 8, "question": 3, "list": 4, "access": 2, "watched": 4}
 STATUS_EVERY = 15.0  # simulated seconds
@@ -232,7 +233,9 @@ async def wait_idle(client: WireClient, timeout: float = 600) -> None:
     """Until the server says it is idle and the annotation queue is empty."""
     deadline = time.perf_counter() + timeout
     while time.perf_counter() < deadline:
-        reply = await client.command("filescout.status")
+        reply = await client.request(
+            "workspace/executeCommand", {"command": "filescout.status", "arguments": []}
+        )
         result = reply.get("result") or {}
         model = result.get("model") or {}
         quiet = not result.get("queued") and not model.get("queuedFiles") and model.get("state") != "active"

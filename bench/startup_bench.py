@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.lsp import start, stop
+from harness.wire import ProgressClient
 
 SERVE_PATH_IMPORTS = "import filescout.cli, filescout.lsp.app"
 
@@ -44,10 +44,11 @@ def import_seconds(tree: Path | None) -> float:
 
 
 async def warm_restart(root: Path, cache: Path, tree: Path | None) -> float:
-    client = await start(root, cache, environment=code_env(tree))
-    ready = await client.wait_for("status:annotating")
-    await client.wait_for("progress:end")
-    await stop(client)
+    """`cache` is an XDG_CACHE_HOME: the index is in its filescout/ folder."""
+    client = await ProgressClient.start(root, cache / "filescout", base_env=code_env(tree))
+    ready = await client.phase_time("annotating")
+    await client.wait_for_progress("end")
+    await client.stop()
     return ready - client.started
 
 

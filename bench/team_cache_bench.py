@@ -31,6 +31,7 @@ from filescout.engine import Hooks, Workspace
 from filescout_protocol.types import SharedCacheSettings
 from harness.fake_openai import FakeOpenAI
 from harness.postgres import PostgresDatabase, PostgresServer
+from harness.stats import percentile
 from harness.workspaces import generate
 
 HERE = Path(__file__).resolve().parent
@@ -129,7 +130,7 @@ async def main_async(args: argparse.Namespace) -> None:
         )
     print(
         f"\nLookup of a batch of {LOOKUP_BATCH} hashes, one round trip ({len(latency)} batches): "
-        f"p50 {ms(statistics.median(latency))}, p95 {ms(latency[int(0.95 * (len(latency) - 1))])}"
+        f"p50 {ms(statistics.median(latency))}, p95 {ms(percentile(latency, 0.95))}"
     )
 
 

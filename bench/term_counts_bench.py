@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import time
 from pathlib import Path
 
 from filescout.engine.settings import db_path_for, load_settings
 from filescout.index import Index
 from filescout.relevance.query import analyse
+from harness import launch
 from harness.stats import percentile
 from harness.workspaces import queries
 
 
 async def run(args: argparse.Namespace) -> None:
-    env = {**os.environ, "FILESCOUT_CACHE_DIR": str(args.cache)}
+    env = launch.server_env(args.cache)
     root = args.workspace.resolve()
     index = await Index.open(db_path_for(root, load_settings(root, None, env).settings, env))
     try:

@@ -11,7 +11,6 @@ import json
 import os
 import queue
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from harness import launch, procfs, wire
 from harness.fuzz_messages import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -48,7 +48,9 @@ ANY_ANSWER = Expect("one", results=frozenset({"result", "tool-error"}))
 
 def server_env(cache: Path) -> dict[str, str]:
     """No model, no settings from the developer's environment: the sample workspace alone
-    (PYTHONPATH is kept, so a run can point at another checkout of the server)."""
+    (PYTHONPATH is kept, so a run can point at another checkout of the server). Narrower than
+    launch.server_env, which keeps all but the model's variables: any other FILESCOUT_ setting
+    (an index path, a shared cache, limits) would change the answers judged here."""
     keep = {name: os.environ[name] for name in ("PATH", "HOME", "LANG", "PYTHONPATH") if name in os.environ}
     return {**keep, "XDG_CACHE_HOME": str(cache), "FILESCOUT_CACHE_DIR": ""}
 
@@ -121,18 +123,11 @@ class LspWire(Wire):
     face: Face = "lsp"
 
     def bodies(self, stdout: IO[bytes]) -> Iterator[bytes]:
-        while True:
-            length = None
-            while (line := stdout.readline()) not in (b"\r\n", b""):
-                name, _, value = line.decode("ascii").partition(":")
-                if name.lower() == "content-length":
-                    length = int(value)
-            if length is None:
-                return
-            yield stdout.read(length)
+        while (body := wire.read_body(stdout)) is not None:
+            yield body
 
     def frame(self, body: bytes) -> bytes:
-        return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        return wire.frame(body)
 
 
 class McpWire(Wire):
@@ -146,11 +141,8 @@ class McpWire(Wire):
 
 
 def start(face: Face, root: Path, cache: Path, stderr_path: Path) -> Wire:
-    command = [sys.executable, "-m", "filescout", *(["serve"] if face == "lsp" else ["mcp", str(root)])]
-    with open(stderr_path, "ab") as stderr:
-        process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=server_env(cache)
-        )
+    command = launch.command("serve") if face == "lsp" else launch.command("mcp", str(root))
+    process = launch.popen(command, server_env(cache), stderr=stderr_path)
     return LspWire(process) if face == "lsp" else McpWire(process)
 
 
@@ -165,14 +157,13 @@ class Resources:
 
 
 def resources(pid: int) -> Resources:
-    """Resident memory, open descriptors and threads of a process, from /proc."""
-    status = Path(f"/proc/{pid}/status").read_text()
-    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-    return Resources(
-        rss_kib=int(fields["VmRSS"].split()[0]),
-        fds=len(os.listdir(f"/proc/{pid}/fd")),
-        threads=int(fields["Threads"]),
-    )
+    """Resident memory, open descriptors and threads of a process, from /proc. A process that is
+    gone raises: a reading of nothing would pass for a lean server."""
+    sample = procfs.sample_process(pid)
+    if sample is None:
+        raise ProcessLookupError(f"process {pid} is gone")
+    rss_kib = round(sample.rss_mb * 1024)  # exact: the sample holds VmRSS's KiB / 1024
+    return Resources(rss_kib=rss_kib, fds=sample.fds, threads=sample.threads)
 
 
 # -- judging ----------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +17,9 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES
 from pytest_lsp.client import progress as default_progress_handler
 
-SERVER_COMMAND = [sys.executable, "-m", "filescout", "serve"]
+from harness import launch
+
+SERVER_COMMAND = launch.command("serve")
 
 # Text files of the sample workspace, which every listing must return exactly.
 SAMPLE_FILES: dict[str, str] = {

@@ -627,3 +627,18 @@ def queries(count: int, seed: int = 11) -> list[str]:
             words.append(f"{rng.choice(WORDS)}_{rng.choice(WORDS)}")
         made.append(" ".join(words))
     return made
+
+
+GET_FILES_FILTERS: list[dict[str, object]] = [
+    {"kinds": ["source"], "languages": ["python"]},
+    {"globs": ["*.ts", "!*.test.ts"]},
+    {"kinds": ["test"], "orderBy": "recent"},
+    {"languages": ["go", "rust"], "status": ["annotated"]},
+    {"query": "payment cache"},
+    {"tags": ["test"]},
+    {"paths": ["packages"], "globs": ["**/*.md"]},
+    {"orderBy": "frecency"},
+    {"changedSince": 0, "kinds": ["docs", "config"]},
+    {"status": ["pending"]},
+]
+"""getFiles filters of every kind a file picker sends, for load that mixes filtered pages in."""

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from harness import launch, wire
 from harness.support import SAMPLE_BINARY, SAMPLE_FILES, make_large_workspace, make_workspace
 
 
@@ -18,9 +19,7 @@ def run(tmp_path: Path):
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "FILESCOUT_CACHE_DIR": ""}
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [sys.executable, "-m", "filescout", *args], env=env, capture_output=True, text=True, timeout=120
-        )
+        result = subprocess.run(launch.command(*args), env=env, capture_output=True, text=True, timeout=120)
         if check:
             assert result.returncode == 0, result.stderr
         return result
@@ -85,7 +84,7 @@ def test_index_draws_a_progress_bar_on_a_terminal(tmp_path: Path, workspace: Pat
     leader, follower = pty.openpty()
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "FILESCOUT_CACHE_DIR": ""}
     process = subprocess.Popen(
-        [sys.executable, "-m", "filescout", "index", str(workspace)],
+        launch.command("index", str(workspace)),
         env=env,
         stdout=subprocess.PIPE,
         stderr=follower,
@@ -115,7 +114,7 @@ def test_serve_over_tcp(tmp_path: Path, workspace: Path) -> None:
         port = probe.getsockname()[1]
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "FILESCOUT_CACHE_DIR": ""}
     server = subprocess.Popen(
-        [sys.executable, "-m", "filescout", "serve", "--tcp", f"127.0.0.1:{port}"],
+        launch.command("serve", "--tcp", f"127.0.0.1:{port}"),
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -129,24 +128,12 @@ def test_serve_over_tcp(tmp_path: Path, workspace: Path) -> None:
             except OSError:
                 assert time.monotonic() < deadline, "server did not listen"
                 time.sleep(0.1)
-        with connection:
-            body = json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}},
-                }
-            ).encode()
-            connection.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-            received = b""
-            while b"\r\n\r\n" not in received:
-                received += connection.recv(4096)
-            header, _, rest = received.partition(b"\r\n\r\n")
-            length = int(header.split(b"Content-Length: ")[1].split(b"\r\n")[0])
-            while len(rest) < length:
-                rest += connection.recv(4096)
-            reply = json.loads(rest[:length])
+        with connection, connection.makefile("rb") as stream:
+            params = {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {}}
+            connection.sendall(wire.encode(wire.jsonrpc_message("initialize", params, 1)))
+            body = wire.read_body(stream)
+            assert body is not None, "the server closed the connection without a reply"
+            reply = json.loads(body)
         assert reply["id"] == 1
         assert "filescout.reindex" in reply["result"]["capabilities"]["executeCommandProvider"]["commands"]
     finally:
@@ -158,7 +145,7 @@ def test_output_cut_short_by_its_reader_ends_quietly(run, tmp_path: Path) -> Non
     many = make_large_workspace(tmp_path / "many", 3000)  # more output than a pipe holds
     assert run("index", str(many)).returncode == 0
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "FILESCOUT_CACHE_DIR": ""}
-    command = f"{sys.executable} -m filescout files {many} --no-refresh | head -1"
+    command = shlex.join(launch.command("files", str(many), "--no-refresh")) + " | head -1"
     result = subprocess.run(
         ["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, timeout=120, env=env
     )

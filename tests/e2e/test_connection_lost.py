@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from harness.support import SERVER_COMMAND, make_large_workspace
+from harness import launch, wire
+from harness.support import make_large_workspace
 
 EXIT_TIMEOUT = 10.0
 FILES = 400  # at one item per notification, well over a pipe's buffer
@@ -28,21 +29,15 @@ class RawClient:
         self.process = process
 
     def send(self, message: dict[str, Any]) -> None:
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
         assert self.process.stdin is not None
-        self.process.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        self.process.stdin.write(wire.encode({"jsonrpc": "2.0", **message}))
         self.process.stdin.flush()
 
     def receive(self) -> dict[str, Any]:
-        stdout = self.process.stdout
-        assert stdout is not None
-        length = 0
-        while (line := stdout.readline()) not in (b"\r\n", b""):
-            name, _, value = line.decode("ascii").partition(":")
-            if name.lower() == "content-length":
-                length = int(value)
-        assert length, "the server closed its output"
-        message = json.loads(stdout.read(length))
+        assert self.process.stdout is not None
+        body = wire.read_body(self.process.stdout)
+        assert body is not None, "the server closed its output"
+        message = json.loads(body)
         if "method" in message and "id" in message:
             self.send({"id": message["id"], "result": None})
         return message
@@ -71,11 +66,9 @@ def indexing_ended(message: dict[str, Any]) -> bool:
 @pytest.mark.parametrize("editor", ["exits", "stops-reading"])
 def test_server_exits_quietly_when_the_editor_vanishes_mid_stream(tmp_path: Path, editor: str) -> None:
     root = make_large_workspace(tmp_path / "ws", FILES)
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "FILESCOUT_CACHE_DIR": ""}
-    with open(tmp_path / "stderr.log", "wb") as stderr:
-        process = subprocess.Popen(
-            SERVER_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env
-        )
+    process = launch.popen(
+        launch.SERVE, launch.server_env(tmp_path / "cache"), stderr=tmp_path / "stderr.log"
+    )
     client = RawClient(process)
     try:
         client.send(

@@ -6,7 +6,6 @@ answering and stop when cancelled."""
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from harness.procfs import cpu_seconds
 from harness.support import TestClient, as_dict, execute, start_client, stop_client, wait_for_indexing
 
 BACKTRACKING = {
@@ -36,12 +36,6 @@ async def stop_or_kill(client: TestClient) -> None:
     except (asyncio.TimeoutError, JsonRpcException):
         client._server.kill()
         await client.stop()
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU time the process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def test_backtracking_patterns_in_requests_settings_and_ignore_files_cost_nothing(

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from harness.support import SERVER_COMMAND, make_workspace
+from harness import launch, wire
+from harness.support import make_workspace
 
 REPLY_TIMEOUT = 20.0
 FRAME_LIMIT = 16 * 1024 * 1024
@@ -25,16 +26,19 @@ PROBE = {"jsonrpc": "2.0", "method": "files/getFiles", "params": {}}
 Message = dict[str, Any]
 
 
-def frame(body: bytes, *, length: int | None = None, newline: bytes = b"\r\n") -> bytes:
+def odd_frame(body: bytes, *, length: int | None = None, newline: bytes = b"\r\n") -> bytes:
+    """A frame that may declare a length its body does not have, or end its header lines with a
+    bare LF: what wire.frame, which writes only well-formed frames, never makes."""
     declared = len(body) if length is None else length
     return b"Content-Length: %d%s%s%s" % (declared, newline, newline, body)
 
 
-def encode(message: Message) -> bytes:
+def unframed(message: Any) -> bytes:
+    """A message's JSON without its header, to be framed (or not) by hand."""
     return json.dumps(message).encode()
 
 
-class WireClient:
+class RawPipe:
     """Raw bytes in, parsed messages out: a thread reads the server's output into a queue, so
     a server that stops answering fails a test by timeout instead of hanging it."""
 
@@ -47,16 +51,9 @@ class WireClient:
     def _read(self) -> None:
         stdout = self.process.stdout
         assert stdout is not None
-        while True:
-            length = None
-            while (line := stdout.readline()) not in (b"\r\n", b""):
-                name, _, value = line.decode("ascii").partition(":")
-                if name.lower() == "content-length":
-                    length = int(value)
-            if length is None:
-                self.messages.put(None)
-                return
-            self.messages.put(json.loads(stdout.read(length)))
+        while (body := wire.read_body(stdout)) is not None:
+            self.messages.put(json.loads(body))
+        self.messages.put(None)
 
     def write(self, data: bytes) -> None:
         assert self.process.stdin is not None
@@ -64,7 +61,7 @@ class WireClient:
         self.process.stdin.flush()
 
     def send(self, message: Message) -> None:
-        self.write(frame(encode(message)))
+        self.write(wire.encode(message))
 
     def wait_for(self, predicate: Callable[[Message], bool], timeout: float = REPLY_TIMEOUT) -> Message:
         while True:
@@ -107,14 +104,11 @@ def error_of(message: Message) -> dict[str, Any]:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[WireClient, Path]]:
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "FILESCOUT_CACHE_DIR": ""}
-    stderr_path = tmp_path / "stderr.log"
-    with open(stderr_path, "wb") as stderr:
-        process = subprocess.Popen(
-            SERVER_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env
-        )
-    client = WireClient(process)
+def server(tmp_path: Path) -> Iterator[tuple[RawPipe, Path]]:
+    process = launch.popen(
+        launch.SERVE, launch.server_env(tmp_path / "cache"), stderr=tmp_path / "stderr.log"
+    )
+    client = RawPipe(process)
     try:
         yield client, tmp_path
     finally:
@@ -126,7 +120,7 @@ def server(tmp_path: Path) -> Iterator[tuple[WireClient, Path]]:
             error_of(message)
 
 
-def initialize(client: WireClient, root: Path) -> None:
+def initialize(client: RawPipe, root: Path) -> None:
     client.send(
         {
             "jsonrpc": "2.0",
@@ -139,7 +133,7 @@ def initialize(client: WireClient, root: Path) -> None:
     client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
 
 
-def exit_code(client: WireClient) -> int:
+def exit_code(client: RawPipe) -> int:
     try:
         return client.process.wait(timeout=REPLY_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -149,9 +143,9 @@ def exit_code(client: WireClient) -> int:
 # Framing
 
 
-def test_a_huge_content_length_is_refused_without_reading_it(server: tuple[WireClient, Path]) -> None:
+def test_a_huge_content_length_is_refused_without_reading_it(server: tuple[RawPipe, Path]) -> None:
     client, _ = server
-    client.write(b"Content-Length: 1000000000000\r\n\r\n" + encode({**PROBE, "id": 1}))
+    client.write(b"Content-Length: 1000000000000\r\n\r\n" + unframed({**PROBE, "id": 1}))
     error = error_of(client.error_reply())
     assert error["code"] in (-32600, -32700)
     assert "16777216" in error["message"] or "too large" in error["message"]
@@ -160,10 +154,9 @@ def test_a_huge_content_length_is_refused_without_reading_it(server: tuple[WireC
     assert error_of(client.probe("after"))["code"] == -32002
 
 
-def test_a_frame_over_the_limit_is_skipped_and_the_next_one_served(server: tuple[WireClient, Path]) -> None:
+def test_a_frame_over_the_limit_is_skipped_and_the_next_one_served(server: tuple[RawPipe, Path]) -> None:
     client, _ = server
-    body = encode({**PROBE, "id": "big", "params": {"glob": "x" * FRAME_LIMIT}})
-    client.write(frame(body))
+    client.write(wire.encode({**PROBE, "id": "big", "params": {"glob": "x" * FRAME_LIMIT}}))
     assert error_of(client.error_reply())["code"] in (-32600, -32700)
     assert client.replies()[-1]["id"] is None
     assert error_of(client.probe("after"))["code"] == -32002
@@ -174,16 +167,16 @@ BAD_FRAMES = {
     "negative": b"Content-Length: -5\r\n\r\n{}",
     "non-numeric": b"Content-Length: five\r\n\r\n{}",
     "missing": b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
-    + encode({**PROBE, "id": 1}),
-    "too small": frame(encode({**PROBE, "id": 1}), length=10),
-    "too large": frame(encode({**PROBE, "id": 1}), length=len(encode({**PROBE, "id": 1})) + 40),
-    "no headers": encode({**PROBE, "id": 1}) + b"\r\n",
+    + unframed({**PROBE, "id": 1}),
+    "too small": odd_frame(unframed({**PROBE, "id": 1}), length=10),
+    "too large": odd_frame(unframed({**PROBE, "id": 1}), length=len(unframed({**PROBE, "id": 1})) + 40),
+    "no headers": unframed({**PROBE, "id": 1}) + b"\r\n",
 }
 
 
 @pytest.mark.parametrize("bad", list(BAD_FRAMES), ids=list(BAD_FRAMES))
 def test_a_bad_frame_is_answered_and_the_reader_resynchronises(
-    server: tuple[WireClient, Path], bad: str
+    server: tuple[RawPipe, Path], bad: str
 ) -> None:
     client, _ = server
     client.write(BAD_FRAMES[bad])
@@ -194,11 +187,11 @@ def test_a_bad_frame_is_answered_and_the_reader_resynchronises(
     assert error_of(client.probe("after"))["code"] == -32002
 
 
-def test_headers_may_end_lines_with_lf_only(server: tuple[WireClient, Path]) -> None:
+def test_headers_may_end_lines_with_lf_only(server: tuple[RawPipe, Path]) -> None:
     client, _ = server
-    client.write(frame(encode({**PROBE, "id": "lf"}), newline=b"\n"))
+    client.write(odd_frame(unframed({**PROBE, "id": "lf"}), newline=b"\n"))
     assert error_of(client.reply_to("lf"))["code"] == -32002
-    body = encode({**PROBE, "id": "mixed"})
+    body = unframed({**PROBE, "id": "mixed"})
     client.write(
         b"Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc\n\r\n%s" % (len(body), body)
     )
@@ -224,16 +217,16 @@ MALFORMED = {
     "scalar": (b"42", -32600),
     "string": (b'"files/getFiles"', -32600),
     "null": (b"null", -32600),
-    "batch": (encode([{**PROBE, "id": 1}, {**PROBE, "id": 2}]), -32600),  # type: ignore[arg-type]
+    "batch": (unframed([{**PROBE, "id": 1}, {**PROBE, "id": 2}]), -32600),
     "empty batch": (b"[]", -32600),
 }
 
 
 @pytest.mark.parametrize("case", list(MALFORMED), ids=list(MALFORMED))
-def test_malformed_messages_get_a_json_rpc_error(server: tuple[WireClient, Path], case: str) -> None:
+def test_malformed_messages_get_a_json_rpc_error(server: tuple[RawPipe, Path], case: str) -> None:
     client, _ = server
     body, code = MALFORMED[case]
-    client.write(frame(body))
+    client.write(wire.frame(body))
     reply = client.error_reply()
     assert reply["id"] is None
     assert error_of(reply)["code"] == code
@@ -255,7 +248,7 @@ INVALID_REQUESTS: dict[str, tuple[Message, Any]] = {
 
 
 @pytest.mark.parametrize("case", list(INVALID_REQUESTS), ids=list(INVALID_REQUESTS))
-def test_invalid_requests_get_minus_32600(server: tuple[WireClient, Path], case: str) -> None:
+def test_invalid_requests_get_minus_32600(server: tuple[RawPipe, Path], case: str) -> None:
     client, _ = server
     message, msg_id = INVALID_REQUESTS[case]
     client.send(message)
@@ -270,7 +263,7 @@ def test_invalid_requests_get_minus_32600(server: tuple[WireClient, Path], case:
 
 def surrogate_request(msg_id: str, method: str, params: Message) -> bytes:
     """json.dumps writes a lone surrogate as the escape `\\ud800`, as a JavaScript client does."""
-    return frame(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}).encode())
+    return wire.encode({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
 
 
 INVALID_PARAMS: dict[str, tuple[str, Message, str]] = {
@@ -289,7 +282,7 @@ INVALID_PARAMS: dict[str, tuple[str, Message, str]] = {
 
 
 @pytest.mark.timeout(120)
-def test_bad_strings_and_params_are_invalid_params(server: tuple[WireClient, Path]) -> None:
+def test_bad_strings_and_params_are_invalid_params(server: tuple[RawPipe, Path]) -> None:
     client, tmp_path = server
     initialize(client, make_workspace(tmp_path / "ws", git=False))
     for case, (method, params, field) in INVALID_PARAMS.items():
@@ -306,7 +299,7 @@ def test_bad_strings_and_params_are_invalid_params(server: tuple[WireClient, Pat
 
 
 @pytest.mark.timeout(120)
-def test_after_shutdown_requests_are_invalid_and_exit_is_clean(server: tuple[WireClient, Path]) -> None:
+def test_after_shutdown_requests_are_invalid_and_exit_is_clean(server: tuple[RawPipe, Path]) -> None:
     client, tmp_path = server
     initialize(client, make_workspace(tmp_path / "ws", git=False))
     client.send({"jsonrpc": "2.0", "id": "down", "method": "shutdown"})
@@ -321,7 +314,7 @@ def test_after_shutdown_requests_are_invalid_and_exit_is_clean(server: tuple[Wir
 
 @pytest.mark.timeout(120)
 def test_shutdown_before_initialize_is_not_initialized_and_the_server_keeps_serving(
-    server: tuple[WireClient, Path],
+    server: tuple[RawPipe, Path],
 ) -> None:
     client, tmp_path = server
     client.send({"jsonrpc": "2.0", "id": "early", "method": "shutdown"})
@@ -337,12 +330,12 @@ def test_shutdown_before_initialize_is_not_initialized_and_the_server_keeps_serv
 
 
 @pytest.mark.timeout(120)
-def test_exit_right_behind_shutdown_lets_it_finish(server: tuple[WireClient, Path]) -> None:
+def test_exit_right_behind_shutdown_lets_it_finish(server: tuple[RawPipe, Path]) -> None:
     client, tmp_path = server
     initialize(client, make_workspace(tmp_path / "ws", git=False))
     client.write(
-        frame(encode({"jsonrpc": "2.0", "id": "down", "method": "shutdown"}))
-        + frame(encode({"jsonrpc": "2.0", "method": "exit"}))
+        wire.encode({"jsonrpc": "2.0", "id": "down", "method": "shutdown"})
+        + wire.encode({"jsonrpc": "2.0", "method": "exit"})
     )
     assert "result" in client.reply_to("down")
     assert exit_code(client) == 0
@@ -350,17 +343,17 @@ def test_exit_right_behind_shutdown_lets_it_finish(server: tuple[WireClient, Pat
     assert "Traceback" not in log, log
 
 
-def test_exit_without_shutdown_exits_with_1(server: tuple[WireClient, Path]) -> None:
+def test_exit_without_shutdown_exits_with_1(server: tuple[RawPipe, Path]) -> None:
     client, _ = server
     client.probe("alive")
     client.send({"jsonrpc": "2.0", "method": "exit"})
     assert exit_code(client) == 1
 
 
-def test_stderr_has_no_traceback_for_bad_input(server: tuple[WireClient, Path]) -> None:
+def test_stderr_has_no_traceback_for_bad_input(server: tuple[RawPipe, Path]) -> None:
     client, tmp_path = server
     for body, _ in MALFORMED.values():
-        client.write(frame(body))
+        client.write(wire.frame(body))
     client.write(b"Content-Length: 1000000000000\r\n\r\n")
     client.probe("after")
     client.process.stdin.close()  # type: ignore[union-attr]

@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 
 from e2e.test_mcp import mcp_session, text_of
-from harness import secrets_corpus
+from harness import launch, secrets_corpus
 from harness.fake_openai import FakeOpenAI
 from harness.support import as_dict, execute, get_files_streamed, start_client, stop_client, wait_for_indexing
 
@@ -31,9 +30,7 @@ SAME_CODE = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.envir
 
 def cli(cache: Path, *args: str) -> str:
     env = {**os.environ, "XDG_CACHE_HOME": str(cache), "FILESCOUT_CACHE_DIR": ""}
-    result = subprocess.run(
-        [sys.executable, "-m", "filescout", *args], env=env, capture_output=True, text=True, timeout=180
-    )
+    result = subprocess.run(launch.command(*args), env=env, capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr
     return result.stdout + result.stderr
 

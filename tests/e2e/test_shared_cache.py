@@ -8,7 +8,6 @@ import asyncio
 import json
 import logging
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -29,6 +28,7 @@ from filescout_protocol.types import (
     RelevanceOptions,
     SharedCacheSettings,
 )
+from harness import launch
 from harness.fake_openai import FakeOpenAI
 from harness.postgres import PostgresDatabase
 from harness.support import SAMPLE_FILES, make_large_workspace, make_workspace, run_git
@@ -265,7 +265,7 @@ def test_cache_push_and_status_from_the_command_line(tmp_path: Path, fake: FakeO
 
     def filescout(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "filescout", *args],
+            launch.command(*args),
             env={**env, **extra},
             capture_output=True,
             text=True,

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
+from harness.procfs import ProcessSample, sample_process
 from harness.support import (
     as_dict,
     execute,
@@ -44,16 +45,6 @@ QUESTIONS = [
     "checkout form address validation",
     "deploy script",
 ]
-
-
-def process_figures(pid: int) -> dict[str, int]:
-    """Open fds, threads and resident memory (KiB) of a live process, from /proc."""
-    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
-    return {
-        "fds": len(os.listdir(f"/proc/{pid}/fd")),
-        "threads": int(status["Threads"]),
-        "rss_kib": int(status["VmRSS"].split()[0]),
-    }
 
 
 class Cycles:
@@ -129,7 +120,7 @@ class Cycles:
         self.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes))
 
 
-async def settled(client: Any) -> dict[str, int]:
+async def settled(client: Any) -> ProcessSample:
     """Wait until the index is idle with nothing queued, then, a moment later (a thread or
     descriptor still on its way out is not counted), read the server's figures."""
     for _ in range(600):
@@ -141,7 +132,9 @@ async def settled(client: Any) -> dict[str, int]:
         raise AssertionError(f"the server did not become idle: {status}")
     assert status["lastError"] is None, status
     await asyncio.sleep(0.5)
-    return process_figures(client._server.pid)
+    figures = sample_process(client._server.pid)
+    assert figures is not None, "the server is gone"
+    return figures
 
 
 @pytest.mark.timeout(240)
@@ -159,13 +152,13 @@ async def test_soak_gives_back_descriptors_and_threads(tmp_path: Path) -> None:
         after = await settled(client)
     finally:
         await stop_client(client)
-    assert after["fds"] <= baseline["fds"], (baseline, after)
+    assert after.fds <= baseline.fds, (baseline, after)
     # Threads come back to what the index needs, plus the executor's pool and the threads that
     # come and go with the work: a thread left behind by a reindex, a save or a question would be
     # 10, 300 or 300 more than that.
-    ceiling = initial["threads"] + POOL_THREADS + TRANSIENT_THREADS
-    assert after["threads"] <= ceiling, (initial, baseline, after)
-    assert after["rss_kib"] <= baseline["rss_kib"] + RSS_ALLOWANCE_MB * 1024, (baseline, after)
+    ceiling = initial.threads + POOL_THREADS + TRANSIENT_THREADS
+    assert after.threads <= ceiling, (initial, baseline, after)
+    assert after.rss_mb <= baseline.rss_mb + RSS_ALLOWANCE_MB, (baseline, after)
     assert client.error is None
     assert [m.message for m in client.log_messages if m.type == types.MessageType.Error] == []
 
@@ -212,5 +205,5 @@ async def test_notifications_leave_no_memory_behind(tmp_path: Path) -> None:
         after = await settled(client)
     finally:
         await stop_client(client)
-    grown_mb = (after["rss_kib"] - baseline["rss_kib"]) / 1024
+    grown_mb = after.rss_mb - baseline.rss_mb
     assert grown_mb < CHANGES_ALLOWANCE_MB, (baseline, after)

@@ -11,7 +11,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import IO, Any
 
+from harness import launch, wire
 from harness.support import make_workspace
 
 TIMEOUT = 60.0
@@ -54,18 +56,9 @@ def unexpected(modules: set[str]) -> list[str]:
     )
 
 
-def frame(message: dict[str, object]) -> bytes:
-    body = json.dumps(message).encode()
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-
-
-def read_message(stream: object) -> dict[str, object] | None:
-    length = None
-    while (line := stream.readline()) not in (b"\r\n", b""):  # type: ignore[attr-defined]
-        name, _, value = line.decode("ascii").partition(":")
-        if name.lower() == "content-length":
-            length = int(value)
-    return None if length is None else json.loads(stream.read(length))  # type: ignore[attr-defined]
+def read_message(stream: IO[bytes]) -> dict[str, Any] | None:
+    body = wire.read_body(stream)
+    return None if body is None else json.loads(body)
 
 
 def serve_until_ready(root: Path, env: dict[str, str]) -> None:
@@ -80,21 +73,23 @@ def serve_until_ready(root: Path, env: dict[str, str]) -> None:
     assert process.stdin is not None and process.stdout is not None
     try:
         initialize = {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {}}
-        process.stdin.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize}))
+        process.stdin.write(
+            wire.encode({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize})
+        )
         process.stdin.flush()
         while (message := read_message(process.stdout)) is not None and message.get("id") != 1:
             pass
-        process.stdin.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        process.stdin.write(wire.encode({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
         process.stdin.flush()
         phases = []
         while (message := read_message(process.stdout)) is not None:
             if message.get("method") == "filescout/status":
-                phases.append(message["params"]["phase"])  # type: ignore[index]
+                phases.append(message["params"]["phase"])
                 if phases[-1] == "idle" and "annotating" in phases:
                     break
         assert "annotating" in phases, f"the server never became ready: {phases}"
-        process.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
-        process.stdin.write(frame({"jsonrpc": "2.0", "method": "exit"}))
+        process.stdin.write(wire.encode({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+        process.stdin.write(wire.encode({"jsonrpc": "2.0", "method": "exit"}))
         process.stdin.flush()
         assert process.wait(timeout=TIMEOUT) == 0
     finally:
@@ -115,9 +110,7 @@ def test_index_without_a_model_imports_no_model_client_sdk_or_relevance(tmp_path
 def test_a_warm_server_start_imports_no_annotation_grammar_model_client_or_relevance(tmp_path: Path) -> None:
     root = make_workspace(tmp_path / "ws", git=False)
     env = environment(tmp_path)
-    subprocess.run(
-        [sys.executable, "-m", "filescout", "index", str(root)], env=env, check=True, timeout=TIMEOUT
-    )
+    subprocess.run(launch.command("index", str(root)), env=env, check=True, timeout=TIMEOUT)
     serve_until_ready(root, env)
     modules = imported(tmp_path)
     assert "filescout.lsp.handlers" in modules and "filescout.scan.tree" in modules

@@ -10,7 +10,6 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from filescout_protocol.types import ErrorCode
+from harness import launch
 from harness.support import (
     SAMPLE_BINARY,
     SAMPLE_FILES,
@@ -44,7 +44,7 @@ def mounts(tmp_path: Path) -> Iterator[Mounts]:
 
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "filescout", *args],
+        launch.command(*args),
         env={**os.environ, "FILESCOUT_CACHE_DIR": "", **env},
         capture_output=True,
         text=True,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, client_capabilities
 
+from harness import launch
 from harness.support import SERVER_COMMAND, make_client, make_workspace
 
 
@@ -60,7 +60,7 @@ def test_the_command_line_refuses_the_home_folder_unless_told_to(tmp_path: Path)
 
     def status(**extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "filescout", "status", str(home)],
+            launch.command("status", str(home)),
             env={**env, **extra},
             capture_output=True,
             text=True,

@@ -26,6 +26,7 @@ from filescout.index import Index
 from filescout.scan.ignore import IgnoreRules
 from filescout.scan.tree import enumerate_files, read_outcomes, scan
 from filescout_protocol.types import GetFilesParams
+from harness import procfs
 from harness.support import make_large_workspace, make_workspace
 
 TIMEOUT = 120  # against hangs only
@@ -33,30 +34,19 @@ TIMEOUT = 120  # against hangs only
 
 def alive(pid: int) -> bool:
     """Whether `pid` is a process that has not exited (a zombie has exited)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rpartition(")")[2].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+    state = procfs.status_fields(pid).get("State", "Z")  # none: the process is gone
+    return not state.startswith("Z")
 
 
 def children() -> list[int]:
     """This process's children, but multiprocessing's resource tracker (one per process, kept
     for its lifetime)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                parent = int(handle.read().rpartition(")")[2].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                command = handle.read()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if parent == os.getpid() and b"resource_tracker" not in command and alive(int(entry)):
-            found.append(int(entry))
-    return found
+    me = os.getpid()
+    return [
+        pid
+        for pid in procfs.descendants(me)[1:]
+        if procfs.parent_of(pid) == me and b"resource_tracker" not in procfs.command_line(pid) and alive(pid)
+    ]
 
 
 async def eventually(condition, *, timeout: float = TIMEOUT) -> None:  # type: ignore[no-untyped-def]
