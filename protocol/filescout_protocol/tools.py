@@ -8,7 +8,16 @@ from typing import Annotated, Final, Union
 
 from msgspec import Meta, Struct
 
-from filescout_protocol.types import MAX_TIME_MS, FileKind, FileOrder, FileStatus, Globs, RelativePath
+from filescout_protocol.types import (
+    MAX_TIME_MS,
+    FileKind,
+    FileOrder,
+    FileStatus,
+    FindRelevantResult,
+    GetFilesPage,
+    Globs,
+    RelativePath,
+)
 
 
 class Tool:
@@ -34,8 +43,9 @@ PromptTokens = Annotated[
     Meta(
         ge=200,
         le=200_000,
-        description="Most tokens the text answer may take (counted cautiously, at 3.5 characters a "
-        "token); a closing line names the files that did not fit.",
+        description="Most tokens the answer may take (counted cautiously, at 3.5 characters a "
+        "token): the text shows the files that fit and a closing line names the rest; the structured "
+        "content carries the same files.",
     ),
 ]
 
@@ -126,3 +136,33 @@ class AnnotateFilesInput(_Input):
         float,
         Meta(gt=0, le=600, description="Seconds to wait for the summaries."),
     ] = 30.0
+
+
+# Answers of the tools that show files within `prompt_tokens`: the structured content carries the
+# files the text shows, no more, since a client may hand either to the model.
+
+
+class FindRelevantFilesOutput(FindRelevantResult):
+    """The files found, as many as the text answer shows: a client may hand either to the model."""
+
+    left_out: Annotated[
+        int,
+        Meta(
+            ge=0,
+            description="Files found but left out of this answer, text and items alike, because "
+            "they did not fit in `prompt_tokens`; the text's closing line names them.",
+        ),
+    ] = 0
+
+
+class ListFilesOutput(GetFilesPage):
+    """A page of files, as many as the text answer shows: a client may hand either to the model."""
+
+    left_out: Annotated[
+        int,
+        Meta(
+            ge=0,
+            description="Files of the page asked for that did not fit in `prompt_tokens`; the "
+            "next page (`nextCursor`) starts with them.",
+        ),
+    ] = 0

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from filescout.engine import Workspace
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter number
+BACKGROUND_COMMAND = "background-index"
+"""`engine/handoff.py` starts it (named there too: this module loads none of the engine)."""
 
 
 class TerminalProgress:
@@ -99,7 +101,8 @@ async def _with_workspace(path: str, refresh: bool, action: Callable[[Workspace]
                 return 1
         return await action(engine)
     finally:
-        await engine.close()
+        # A refresh cut short (an interrupt) is finished by a background indexer.
+        await engine.close(hand_off=refresh)
 
 
 async def _index(engine: Workspace) -> int:
@@ -406,6 +409,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="push: share this machine's model annotations; status: what the cache holds",
     )
     cache.add_argument("path", nargs="?", default=".", help="the workspace (default: the current directory)")
+
+    # The background indexer a short-lived process leaves its work to (engine/handoff.py). Not
+    # the user's: without help= it is left out of the list (SUPPRESS would print as a marker).
+    background = commands.add_parser(BACKGROUND_COMMAND)
+    background.add_argument("path")
+    background.add_argument("--index", required=True)
+    background.add_argument("--after", type=int)
     return parser
 
 
@@ -414,8 +424,8 @@ def _serve_mcp(path: str, log_level: str) -> int:
         from filescout.mcp.server import serve
     except ImportError as exc:  # the extra is not installed
         print(
-            f"filescout: `filescout mcp` needs the MCP SDK ({exc}); install it with "
-            "pip install 'filescout[mcp]'",
+            f"filescout: `filescout mcp` needs the MCP SDK, which comes with filescout ({exc}); "
+            "reinstall filescout in this environment (pip install --force-reinstall filescout)",
             file=sys.stderr,
         )
         return 1
@@ -426,6 +436,14 @@ def _serve_mcp(path: str, log_level: str) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _background_index(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from filescout.engine.background_indexer import main as finish
+
+    return asyncio.run(finish(Path(args.path), Path(args.index), args.after))
 
 
 def limit_malloc_arenas(env: Mapping[str, str] = os.environ) -> None:
@@ -451,6 +469,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "mcp":
         return _serve_mcp(args.path, args.log_level)
     logsetup.configure(args.log_level)
+    if args.command == BACKGROUND_COMMAND:
+        return _background_index(args)
     action: Callable[[Workspace], Awaitable[int]]
     try:
         if args.command == "index":

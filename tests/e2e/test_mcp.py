@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,6 +14,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from filescout.engine.prompt import estimate_tokens
+from harness import launch
 from harness.fake_openai import Action, FakeOpenAI
 from harness.support import (
     make_large_workspace,
@@ -35,9 +37,8 @@ def server_env(cache: Path, **extra: str) -> dict[str, str]:
 
 @asynccontextmanager
 async def mcp_session(root: Path, cache: Path, stderr: Path, **env: str) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "filescout", "mcp", str(root)], env=server_env(cache, **env)
-    )
+    program, *arguments = launch.command("mcp", str(root))
+    params = StdioServerParameters(command=program, args=arguments, env=server_env(cache, **env))
     with stderr.open("w") as errors:
         async with (
             stdio_client(params, errlog=errors) as (read, write),
@@ -103,26 +104,120 @@ async def test_find_relevant_files_ranks_reports_progress_and_renders_a_block(
         assert status.structured_content["role"] == "writer" and status.structured_content["files"] == 11
 
 
-@pytest.mark.parametrize(
-    ("arguments", "named"),
-    [
-        ({"query": "cart", "limit": 0}, "limit"),
-        ({"limit": 3}, "query"),
-        ({"query": "cart", "colour": "blue"}, "colour"),
-        ({"query": "cart", "paths": ["../elsewhere"]}, "paths[0]"),
-        ({"query": "cart", "globs": ["../*.py"]}, "globs[0]"),
-        ({"query": 5}, "query"),
-    ],
-)
-async def test_bad_arguments_are_tool_errors_naming_them(
-    shop: Path, tmp_path: Path, arguments: dict[str, Any], named: str
-) -> None:
+ENGINE_NAMES = re.compile(r"scope\.|options\.|prompt\.tokens|useModel|orderBy|changedSince|tagsMatch")
+"""How the engine's requests name what the tools take as arguments: never in a tool's error."""
+ANNOTATED = ["src/shop/cart.py"]
+BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
+    ("find_relevant_files", {"limit": 3}, "query"),
+    ("find_relevant_files", {"query": 5}, "query"),
+    ("find_relevant_files", {"query": "  "}, "query"),
+    ("find_relevant_files", {"query": "cart", "limit": 0}, "limit"),
+    ("find_relevant_files", {"query": "cart", "globs": "*.py"}, "globs"),
+    ("find_relevant_files", {"query": "cart", "globs": ["../*.py"]}, "globs[0]"),
+    ("find_relevant_files", {"query": "cart", "paths": ["../elsewhere"]}, "paths[0]"),
+    ("find_relevant_files", {"query": "cart", "paths": ["src", "/etc"]}, "paths[1]"),
+    ("find_relevant_files", {"query": "cart", "use_model": "yes"}, "use_model"),
+    ("find_relevant_files", {"query": "cart", "prompt_tokens": 10}, "prompt_tokens"),
+    ("find_relevant_files", {"query": "cart", "colour": "blue"}, "colour"),
+    ("list_files", {"globs": ["../*.py"]}, "globs[0]"),
+    ("list_files", {"paths": ["../elsewhere"]}, "paths[0]"),
+    ("list_files", {"query": ""}, "query"),
+    ("list_files", {"query": "!!!"}, "query"),
+    ("list_files", {"tags": [""]}, "tags[0]"),
+    ("list_files", {"kinds": ["spreadsheet"]}, "kinds[0]"),
+    ("list_files", {"languages": [5]}, "languages[0]"),
+    ("list_files", {"status": ["done"]}, "status[0]"),
+    ("list_files", {"changed_since": -1}, "changed_since"),
+    ("list_files", {"order_by": "size"}, "order_by"),
+    ("list_files", {"order_by": "rank"}, "order_by"),
+    ("list_files", {"limit": 0}, "limit"),
+    ("list_files", {"cursor": "not-a-cursor"}, "cursor"),
+    ("list_files", {"prompt_tokens": 10}, "prompt_tokens"),
+    ("list_files", {"page": 2}, "page"),
+    ("index_status", {"verbose": True}, "verbose"),
+    ("reindex_workspace", {"force": True}, "force"),
+    ("annotate_files", {}, "paths"),
+    ("annotate_files", {"paths": []}, "paths"),
+    ("annotate_files", {"paths": ["../elsewhere.py"]}, "paths[0]"),
+    ("annotate_files", {"paths": ["src/shop/cart.py", "nowhere.py"]}, "paths"),
+    ("annotate_files", {"paths": ANNOTATED, "timeout": 0}, "timeout"),
+    ("annotate_files", {"paths": ANNOTATED, "timeout": "soon"}, "timeout"),
+]
+
+
+def names(text: str, argument: str) -> bool:
+    """Whether `text` names `argument` as a whole (`paths` is not named by `paths[0]`'s text)."""
+    return re.search(rf"(?<![\w.]){re.escape(argument)}(?![\w\[])", text) is not None
+
+
+async def test_bad_arguments_are_tool_errors_naming_the_argument(shop: Path, tmp_path: Path) -> None:
+    """Every argument of every tool, given a bad value: the error names it as the tool does."""
+    assert {tool for tool, _, _ in BAD_ARGUMENTS} == READ_ONLY_TOOLS | WRITING_TOOLS
     async with mcp_session(shop, tmp_path / "cache", tmp_path / "stderr") as session:
-        result = await session.call_tool("find_relevant_files", arguments)
-        assert result.is_error and named in text_of(result), text_of(result)
+        by_path = await session.call_tool("list_files", {"limit": 1})
+        cases = [
+            *BAD_ARGUMENTS,  # a cursor of a listing in another order
+            (
+                "list_files",
+                {"cursor": by_path.structured_content["nextCursor"], "order_by": "recent"},
+                "cursor",
+            ),
+        ]
+        for tool, arguments, named in cases:
+            result = await session.call_tool(tool, arguments)
+            text = text_of(result)
+            assert result.is_error, (tool, arguments, text)
+            assert text.startswith(f"invalid arguments for {tool}: "), (arguments, text)
+            assert names(text, named), (tool, arguments, text)
+            assert not ENGINE_NAMES.search(text), (tool, arguments, text)
         again = await session.call_tool("find_relevant_files", {"query": "cart"})  # still serving
         assert not again.is_error
     assert "Traceback" not in (tmp_path / "stderr").read_text()
+
+
+def shown_paths(text: str) -> list[str]:
+    """The files a prompt-ready block shows, in order: its `N. path` lines."""
+    return [line.split(". ", 1)[1] for line in text.splitlines() if re.match(r"\d+\. ", line)]
+
+
+async def test_prompt_tokens_bound_the_structured_content_too(shop: Path, tmp_path: Path) -> None:
+    """The structured content carries the files the text shows, no more, and says how many
+    were left out; a listing's next page starts with them."""
+    async with mcp_session(shop, tmp_path / "cache", tmp_path / "stderr") as session:
+        question = {"query": "cart checkout payment refund discount", "limit": 20}
+        whole = await session.call_tool("find_relevant_files", {**question, "prompt_tokens": 200_000})
+        everything = [item["path"] for item in whole.structured_content["items"]]
+        assert len(everything) >= 4 and whole.structured_content["leftOut"] == 0
+        assert shown_paths(text_of(whole)) == everything
+        cut = await session.call_tool("find_relevant_files", {**question, "prompt_tokens": 200})
+        text, found = text_of(cut), cut.structured_content
+        assert estimate_tokens(text) <= 200
+        shown = [item["path"] for item in found["items"]]
+        assert shown and shown == shown_paths(text) == everything[: len(shown)]
+        assert found["leftOut"] == len(everything) - len(shown) > 0
+        assert f"{found['leftOut']} more files did not fit in 200 tokens" in text
+        assert "prompt" not in found  # the text block is the prompt; the structured content is data
+
+        listing = await session.call_tool("list_files", {"prompt_tokens": 200_000})
+        every_file = [item["path"] for item in listing.structured_content["items"]]
+        assert listing.structured_content["leftOut"] == 0 and shown_paths(text_of(listing)) == every_file
+        paged: list[str] = []
+        left_out: list[int] = []
+        arguments: dict[str, Any] = {"prompt_tokens": 200}
+        while True:
+            page = await session.call_tool("list_files", arguments)
+            text, files = text_of(page), page.structured_content
+            assert not page.is_error and estimate_tokens(text) <= 200, text
+            assert [item["path"] for item in files["items"]] == shown_paths(text)
+            paged += shown_paths(text)
+            left_out.append(files["leftOut"])
+            if files["leftOut"]:
+                assert f"More files ({files['leftOut']} of this page did not fit in 200 tokens)" in text
+            if not files["nextCursor"]:
+                break
+            arguments["cursor"] = files["nextCursor"]
+        assert paged == every_file  # none skipped, none twice
+        assert max(left_out) > 0
 
 
 async def test_cancelling_a_call_stops_model_calls_at_once(tmp_path: Path) -> None:

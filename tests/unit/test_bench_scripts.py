@@ -20,7 +20,12 @@ def test_each_benchmark_starts_and_describes_itself(script: Path, tmp_path: Path
     run from elsewhere, as the docs' commands may be, with no PYTHONPATH."""
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
     done = subprocess.run(
-        [sys.executable, str(script), "--help"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, str(script), "--help"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "usage:" in done.stdout
@@ -46,8 +51,8 @@ def test_nothing_edits_the_import_path(folder: str) -> None:
     for path in sorted((REPO / folder).rglob("*.py")):
         lines = _edits_the_path(ast.parse(path.read_text(encoding="utf-8"), str(path)))
         offenders += [f"{path.relative_to(REPO)}:{line}" for line in lines]
-    assert offenders == [], "sys.path used; the harness is found through pyproject's pythonpath: " + ", ".join(
-        offenders
+    assert offenders == [], (
+        "sys.path used; the harness is found through pyproject's pythonpath: " + ", ".join(offenders)
     )
 
 

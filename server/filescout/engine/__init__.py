@@ -10,6 +10,8 @@ board, status      the phase, and the status a client asks for
 repair             a damaged index: said once, moved aside and rebuilt while answering
 listing            files/getFiles
 answers            findRelevant's updates as protocol items
+handoff            work a short-lived process leaves, handed to the background indexer
+background_indexer that detached process: one per index, finishes the work and exits
 """
 
 from __future__ import annotations

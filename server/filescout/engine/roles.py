@@ -300,12 +300,17 @@ class Roles:
         """Accesses a reader saw, by path, for the index once this process writes it."""
 
     @classmethod
-    async def acquire(cls, requested: Path, warnings: list[str], *, default: Path) -> Roles:
+    async def acquire(
+        cls, requested: Path, warnings: list[str], *, default: Path, held: WriterLock | None = None
+    ) -> Roles:
         """Take the writer role if the lock is free, else open the index for reading. The index
         is kept at `requested` when that is positively ours (or nothing is there), else at
-        `default`, filescout's own folder."""
+        `default`, filescout's own folder. `held` is that index's writer lock when the caller
+        waited for it already (a second lock of this process's own would find it taken)."""
         db_path = choose_index_path(requested, default, warnings)
         lock = WriterLock(lock_path(db_path))
+        if held is not None and held.path == lock.path:
+            lock = held
 
         def made(index: Index, unwritable: str | None = None) -> Roles:
             return cls(index, lock, warnings, unwritable=unwritable, requested=requested)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from filescout.core.errors import InvalidParams, WorkspaceUnavailable
 from filescout.core.paths import to_relative, unsafe_root_reason
 from filescout.core.records import ScanTotals
-from filescout.engine import sharing
+from filescout.engine import handoff, sharing
 from filescout.engine.annotation_pool import AnnotationPool, worker_count
 from filescout.engine.background import Background
 from filescout.engine.board import StatusBoard
@@ -29,6 +29,7 @@ from filescout.engine.scheduler import Scheduler
 from filescout.engine.settings import db_path_for, default_db_path, load_settings
 from filescout.engine.status import workspace_status
 from filescout.index import Index
+from filescout.index.lock import WriterLock
 from filescout_protocol.types import (
     FileItem,
     FindRelevantParams,
@@ -61,6 +62,8 @@ class Workspace:
         self.root = root
         self.settings = settings
         self.warnings = warnings
+        self.env: Mapping[str, str] = os.environ
+        """What the settings were read from (the background indexer reads them from it too)."""
         self._roles = roles
         self._index: Index = roles.index
         self._background = Background()
@@ -94,7 +97,10 @@ class Workspace:
         editor_settings: Mapping[str, Any] | None = None,
         env: Mapping[str, str] = os.environ,
         hooks: Hooks | None = None,
+        writer_lock: WriterLock | None = None,
     ) -> Workspace:
+        """Open the workspace at `root`: as the index's writer if its lock is free (or is
+        `writer_lock`, which the caller waited for), else as a reader."""
         hooks = hooks or Hooks()
         if "\0" in str(root):
             raise WorkspaceUnavailable(f"workspace root {str(root)!r} contains a NUL character")
@@ -107,9 +113,13 @@ class Workspace:
         for warning in loaded.warnings:
             log.warning("%s", warning)
         roles = await Roles.acquire(
-            db_path_for(root, loaded.settings, env), loaded.warnings, default=default_db_path(root, env)
+            db_path_for(root, loaded.settings, env),
+            loaded.warnings,
+            default=default_db_path(root, env),
+            held=writer_lock,
         )
         workspace = cls(root, loaded.settings, roles, loaded.warnings, hooks)
+        workspace.env = env
         if roles.role == "writer":
             model = workspace._scheduler.model
             await workspace._guarded(
@@ -181,12 +191,37 @@ class Workspace:
                 self._scheduler.ensure_draining()
         return warnings, rescan
 
-    async def close(self) -> None:
+    async def close(self, *, hand_off: bool = False) -> None:
+        """Stop all work and let go of the index. With `hand_off` (a face whose process is
+        short-lived: an MCP session, a CLI command), work this cuts short is left to a
+        background indexer, started first so that it is waiting when the lock is let go."""
+        if hand_off and await self._cut_short():
+            handoff.start_background_indexer(self.root, self._index.path, self.env)
         self._board.closed = True
         await self._background.cancel_all(self._indexer.task, *self._scheduler.tasks)
         await self._scheduler.model.close()
         await asyncio.to_thread(self._pool.close)
         await self._roles.close()
+
+    async def _cut_short(self) -> bool:
+        """Whether closing now cuts work short: this process writes the index, and a pass, a
+        repair, or an annotation backlog that is not done yet is under way. (Reader, read-only
+        index, or nothing left: nothing to finish.)"""
+        if self.role != "writer" or self.unwritable is not None or self._board.closed:
+            return False
+        if _running(self._indexer.task) or _running(self._repair.task):
+            return True
+        structural, model = self._scheduler.structural, self._scheduler.model
+        # A drain may only be looking at the files a question turned up, annotated already.
+        try:
+            if _running(structural.task) and await structural.backlog():
+                return True
+            if _running(model.task) and model.annotator is not None:
+                waiting, _ = await self._index.annotations.waiting_for(model.annotator.id)
+                return waiting > len(model.gave_up)
+        except Exception as exc:  # the index is failing: nothing a second process could finish
+            log.debug("cannot tell what is left to annotate: %s", exc)
+        return False
 
     def stop_threads(self) -> None:
         """Last resort when the event loop is gone (the client vanished without shutdown)."""
@@ -275,13 +310,16 @@ class Workspace:
 
     async def wait_idle(self) -> None:
         """Wait until the current pass, the annotation backlogs and the repair of a damaged
-        index are done (each may start the next, so look again until none runs)."""
+        index are done (each may start the next, so look again until none runs). A waiter that
+        gives up (an interrupted command) leaves the work running, for `close` to hand on."""
         while running := [
             task
             for task in (self._indexer.task, *self._scheduler.tasks, self._repair.task)
             if task is not None and not task.done()
         ]:
-            await asyncio.gather(*running, return_exceptions=True)
+            done, _ = await asyncio.wait(running)
+            for task in done:
+                task.cancelled() or task.exception()  # retrieved: each says what failed itself
 
     async def start_reconciling(self, interval: float) -> None:
         """Rescan quietly every `interval` seconds, for changes no editor reported."""
@@ -382,3 +420,7 @@ class Workspace:
             lambda: workspace_status(self.root, self.settings, self._roles, self._board, self._scheduler),
             wait=False,
         )
+
+
+def _running(task: asyncio.Future[Any] | None) -> bool:
+    return task is not None and not task.done()

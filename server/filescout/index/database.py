@@ -338,17 +338,31 @@ class Database:
 async def _to_completion(statement: Awaitable[object]) -> None:
     """Run a transaction statement to its end even if the caller is cancelled meanwhile (the
     cancellation is raised afterwards): a BEGIN that runs after its caller gave up would leave
-    the connection inside a transaction nobody ends."""
+    the connection inside a transaction nobody ends.
+
+    The cancellation raised is the first that arrived, not a new one: anyio (the MCP SDK's
+    runtime) knows its cancel scope's cancellation by the exception's message, and takes a
+    bare `CancelledError` for a cancellation from outside, which ends the SDK's task group and
+    the server with it. A cancelled caller gets its cancellation even if the statement failed
+    too (the failure is its context): a task must not swallow one."""
     task = asyncio.ensure_future(statement)
-    cancelled = False
+    cancellation: asyncio.CancelledError | None = None
     while not task.done():  # a cancel scope may deliver the cancellation more than once
         try:
             await asyncio.shield(task)
-        except asyncio.CancelledError:
-            cancelled = True
-    task.result()
-    if cancelled:
-        raise asyncio.CancelledError
+        except asyncio.CancelledError as exc:
+            if cancellation is None:
+                cancellation = exc
+    if cancellation is None:
+        task.result()
+        return
+    failure = None if task.cancelled() else task.exception()
+    if failure is not None:
+        cancellation.__context__ = failure
+    try:
+        raise cancellation
+    finally:
+        cancellation = failure = None  # no reference cycle through the traceback's frame
 
 
 async def _close_quietly(connection: aiosqlite.Connection, path: Path) -> None:

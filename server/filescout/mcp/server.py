@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from mcp import MCPError
@@ -29,15 +30,16 @@ from mcp.types import (
 from mcp.types import Tool as McpTool
 
 from filescout import __version__
-from filescout.core.errors import FilescoutError, WorkspaceUnavailable
+from filescout.core.errors import FilescoutError, InvalidParams, WorkspaceUnavailable
 from filescout.core.records import ScanTotals
 from filescout.engine import Workspace
 from filescout.mcp.lines import checked_stdio
-from filescout.mcp.tools import TOOL_SPECS, ToolSpec
+from filescout.mcp.tools import TOOL_SPECS, Answer, ToolSpec
 from filescout.rpc.params import field_error
 from filescout_protocol.tools import Tool
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 RECONCILE_SECONDS = 60
 INSTRUCTIONS = (
@@ -76,6 +78,38 @@ def describe_tool(spec: ToolSpec) -> McpTool:
     )
 
 
+class Interrupted(Exception):
+    """The work of a call ended cancelled though the call was not: something it waited on
+    was cancelled (a pass stopped as the index closed)."""
+
+
+async def apart(work: Coroutine[Any, Any, T]) -> T:
+    """`work`, run in a task of its own. The SDK's cancel scope knows its cancellation by the
+    exception's message, and any other `CancelledError` out of a handler ends the SDK's task
+    group and the server with it. Here the handler only ever raises the very cancellation the
+    scope delivered (passed on to the work, again at each delivery, and waited out), and a
+    cancellation the work raises of its own is `Interrupted`, an error of the call."""
+    task = asyncio.ensure_future(work)
+    cancellation: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as exc:
+            if cancellation is None:
+                cancellation = exc
+            task.cancel()
+    if cancellation is not None:
+        if not task.cancelled():
+            task.exception()  # retrieved: the caller gave up on it
+        try:
+            raise cancellation
+        finally:
+            cancellation = None  # no reference cycle through the traceback's frame
+    if task.cancelled():
+        raise Interrupted("the work it waited on was cancelled; try again")
+    return task.result()
+
+
 def tool_error(text: str) -> CallToolResult:
     """An error the calling model reads (and can correct), not a protocol error."""
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
@@ -108,17 +142,25 @@ class McpFace:
         except msgspec.ValidationError as exc:
             return tool_error(f"invalid arguments for {spec.name}: {field_error(exc)}")
         try:
-            if spec.name != Tool.INDEX_STATUS:
-                await self._ready(ctx)
-            structured, text = await spec.run(self._engine, args, ctx.session.report_progress)
+            structured, text = await apart(self._answer(ctx, spec, args))
+        except InvalidParams as exc:
+            return tool_error(f"invalid arguments for {spec.name}: {spec.arguments(str(exc))}")
         except FilescoutError as exc:
-            return tool_error(str(exc))
+            return tool_error(spec.arguments(str(exc)))
+        except Interrupted as exc:
+            log.warning("%s was interrupted: %s", spec.name, exc)
+            return tool_error(f"{spec.name} was interrupted: {exc}")
         except Exception as exc:  # a defect: say so, keep serving
             log.exception("%s failed", spec.name)
             return tool_error(f"{spec.name} failed: {type(exc).__name__}: {exc}")
         return CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content=msgspec.to_builtins(structured)
         )
+
+    async def _answer(self, ctx: ServerRequestContext[Any], spec: ToolSpec, args: Any) -> Answer:
+        if spec.name != Tool.INDEX_STATUS:
+            await self._ready(ctx)
+        return await spec.run(self._engine, args, ctx.session.report_progress)
 
     async def _ready(self, ctx: ServerRequestContext[Any]) -> None:
         """Wait for the first scan of a workspace never indexed before (it is query-ready as
@@ -162,7 +204,8 @@ async def run(root: Path) -> int:
     finally:
         if reconciling is not None:
             reconciling.cancel()
-        await engine.close()
+        # A client may start a server per call: work this one leaves is finished in the background.
+        await engine.close(hand_off=True)
     return 0
 
 

@@ -4,19 +4,23 @@ put into its prompt as it is."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+import contextlib
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from filescout.engine import Workspace
-from filescout.engine.prompt import Listed, render
+from filescout.engine.prompt import Listed, estimate_tokens, render
 from filescout_protocol.tools import (
     AnnotateFilesInput,
     FindRelevantFilesInput,
+    FindRelevantFilesOutput,
     IndexStatusInput,
     ListFilesInput,
+    ListFilesOutput,
     ReindexWorkspaceInput,
     Tool,
 )
@@ -33,7 +37,14 @@ from filescout_protocol.types import (
 )
 
 NEXT_PAGE_TOKENS = 40
-"""Kept for the line after the block that says how to get the next page."""
+"""Kept for the line after the block that says how to get the next page (more when the cursor
+in it turns out longer)."""
+FIT_ATTEMPTS = 3
+"""Tries at a page whose text, with its closing line, fits in `prompt_tokens`."""
+ENTRY = re.compile(r"^(\d+)\. ", re.MULTILINE)
+"""A file's first line in a prompt-ready block (`engine.prompt.render`): its rank and its path.
+No other line of a block starts so: headings start with a word, a file's summary and reason
+with blanks, the closing line with a count and a word."""
 Report = Callable[[float, "float | None", str], Awaitable[None]]
 """(progress so far, total if known, message) -> sent to the client, if it asked for progress"""
 Answer = tuple[msgspec.Struct, str]
@@ -50,6 +61,40 @@ class ToolSpec:
     output: type[msgspec.Struct]
     read_only: bool
     run: Run
+    arguments: ArgumentNames = field(default_factory=lambda: ArgumentNames({}))
+
+
+class ArgumentNames:
+    """Error texts in a tool's own terms. The engine's errors name the fields of the requests
+    it takes (`scope.paths[0]`, `orderBy`); the tool's caller knows only the tool's arguments
+    (`paths[0]`, `order_by`)."""
+
+    def __init__(self, engine_names: Mapping[str, str]) -> None:
+        """`engine_names`: the engine's name for an argument → the argument's name. Only names
+        that cannot be words of a message's prose (dotted, camelCase)."""
+        self._names = dict(engine_names)
+        alternatives = "|".join(re.escape(name) for name in sorted(self._names, key=len, reverse=True))
+        # A quoted value is what the caller sent, kept as it is; a name outside one is replaced.
+        self._pattern = (
+            re.compile(rf"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")|(?<![\w.])({alternatives})(?!\w)""")
+            if alternatives
+            else None
+        )
+
+    def __call__(self, text: str) -> str:
+        if self._pattern is None:
+            return text
+        return self._pattern.sub(lambda match: match.group(1) or self._names[match.group(2)], text)
+
+
+def shown_in(block: str) -> int:
+    """How many files a prompt-ready block shows (the first ones of its list, in order)."""
+    shown = 0
+    for match in ENTRY.finditer(block):
+        if int(match.group(1)) != shown + 1:
+            break
+        shown += 1
+    return shown
 
 
 async def find_relevant_files(engine: Workspace, args: FindRelevantFilesInput, report: Report) -> Answer:
@@ -62,36 +107,82 @@ async def find_relevant_files(engine: Workspace, args: FindRelevantFilesInput, r
         prompt=PromptOptions(tokens=args.prompt_tokens),
     )
     step = 0
-    async for update in engine.find_relevant_stream(params):
-        if update.done:
-            result = update.result()
-            return result, result.prompt or ""
-        step += 1
-        await report(step, None, f"{update.stage}: {len(update.items)} files")
+    async with contextlib.aclosing(engine.find_relevant_stream(params)) as updates:  # type: ignore[type-var]  # an async generator
+        async for update in updates:
+            if update.done:
+                return found_within(update.result())
+            step += 1
+            await report(step, None, f"{update.stage}: {len(update.items)} files")
     raise AssertionError("the relevance stages ended without an answer")
 
 
-async def list_files(engine: Workspace, args: ListFilesInput, report: Report) -> Answer:
-    page = await engine.files_page(
-        GetFilesParams(
-            globs=args.globs,
-            paths=args.paths,
-            query=args.query,
-            tags=args.tags,
-            kinds=args.kinds,
-            languages=args.languages,
-            status=args.status,
-            changed_since=args.changed_since,
-            order_by=args.order_by,
-            limit=args.limit,
-            cursor=args.cursor,
-            prompt=PromptOptions(tokens=args.prompt_tokens - NEXT_PAGE_TOKENS),
-        )
+def found_within(result: FindRelevantResult) -> Answer:
+    """The answer cut to the files its text shows. The text is the prompt-ready block; the
+    structured content does not repeat it."""
+    text = result.prompt or ""
+    shown = shown_in(text) if text else len(result.items)
+    found = FindRelevantFilesOutput(
+        items=result.items[:shown],
+        stages=result.stages,
+        degraded=result.degraded,
+        message=result.message,
+        left_out=len(result.items) - shown,
     )
-    text = page.prompt or ""
-    if page.next_cursor:
-        text += f'\nMore files: call list_files again with cursor "{page.next_cursor}".'
-    return page, text
+    return found, text
+
+
+async def list_files(engine: Workspace, args: ListFilesInput, report: Report) -> Answer:
+    """A page within `prompt_tokens`: when its text cannot show every file, the page is cut
+    where the text ends (asked for again, as many files as were shown) so that its cursor leads
+    on to the first file left out."""
+    reserve = NEXT_PAGE_TOKENS
+    for _ in range(FIT_ATTEMPTS):
+        page, asked = await _page_within(engine, args, max(args.prompt_tokens - reserve, NEXT_PAGE_TOKENS))
+        left_out = asked - len(page.items)
+        text = page.prompt or ""
+        if page.next_cursor:
+            cut = f" ({left_out} of this page did not fit in {args.prompt_tokens} tokens)" if left_out else ""
+            text += f'\nMore files{cut}: call list_files again with cursor "{page.next_cursor}".'
+        over = estimate_tokens(text) - args.prompt_tokens
+        if over <= 0:
+            break
+        reserve += over
+    files = ListFilesOutput(items=page.items, next_cursor=page.next_cursor, left_out=left_out)
+    return files, text
+
+
+async def _page_within(engine: Workspace, args: ListFilesInput, tokens: int) -> tuple[GetFilesPage, int]:
+    """The page whose text shows every file of it, and how many files the page asked for held.
+    Each look asks for fewer files than the one before, down to one file (left out too when
+    even its path does not fit: its cursor then leads past it, and the text names it)."""
+    limit = args.limit
+    asked: int | None = None
+    while True:
+        page = await engine.files_page(_files_params(args, limit, tokens))
+        asked = len(page.items) if asked is None else asked
+        shown = shown_in(page.prompt or "")
+        if shown >= len(page.items) or limit == 1:
+            break
+        limit = max(shown, 1)  # the index may change meanwhile: look at what comes back
+    page.items = page.items[:shown]
+    return page, asked
+
+
+def _files_params(args: ListFilesInput, limit: int, tokens: int) -> GetFilesParams:
+    return GetFilesParams(
+        globs=args.globs,
+        paths=args.paths,
+        query=args.query,
+        tags=args.tags,
+        kinds=args.kinds,
+        languages=args.languages,
+        status=args.status,
+        changed_since=args.changed_since,
+        order_by=args.order_by,
+        limit=limit,
+        cursor=args.cursor,
+        prompt=PromptOptions(tokens=tokens),
+    )
 
 
 async def index_status(engine: Workspace, args: IndexStatusInput, report: Report) -> Answer:
@@ -112,8 +203,8 @@ async def reindex_workspace(engine: Workspace, args: ReindexWorkspaceInput, repo
 async def annotate_files(engine: Workspace, args: AnnotateFilesInput, report: Report) -> Answer:
     items = await engine.annotate_now(args.paths, timeout=args.timeout)
     listed = [Listed(item.path, item.summary, f"status: {item.status}") for item in items]
-    text = render("Files summarized:", listed, tokens=200_000)
-    return GetFilesPage(items=items, next_cursor=None, prompt=text), text
+    text = render("Files summarized:", listed, tokens=200_000)  # at most 200 files: they all fit
+    return GetFilesPage(items=items, next_cursor=None), text
 
 
 def describe_status(status: StatusResult) -> str:
@@ -142,9 +233,18 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         "stack traces and identifiers help). Answers from a local index in milliseconds; with a "
         "model configured, the model judges the candidates too.",
         FindRelevantFilesInput,
-        FindRelevantResult,
+        FindRelevantFilesOutput,
         True,
         find_relevant_files,
+        ArgumentNames(
+            {
+                "scope.paths": "paths",
+                "scope.globs": "globs",
+                "options.useModel": "use_model",
+                "useModel": "use_model",
+                "prompt.tokens": "prompt_tokens",
+            }
+        ),
     ),
     ToolSpec(
         Tool.LIST_FILES,
@@ -152,9 +252,16 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
         "Indexed files with their one-line summaries and tags, filtered by globs, directories, "
         "a text query, tags, kinds, languages or change time; one page at a time.",
         ListFilesInput,
-        GetFilesPage,
+        ListFilesOutput,
         True,
         list_files,
+        ArgumentNames(
+            {
+                "orderBy": "order_by",
+                "changedSince": "changed_since",
+                "prompt.tokens": "prompt_tokens",
+            }
+        ),
     ),
     ToolSpec(
         Tool.INDEX_STATUS,
