@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
+import logging
 import os
 import signal
 import time
@@ -361,3 +362,26 @@ async def test_what_the_user_touched_is_stored_without_gathering_more() -> None:
         await asyncio.sleep(0)
     assert stored == [ANNOTATION_BATCH + 1]
     saves.cancel()
+
+
+async def test_closing_stops_a_job_under_way_instead_of_waiting_for_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A closing workspace will not store what a batch under way finds; waiting for it took
+    seconds with large files, longer than an MCP client gives a server to exit."""
+    started, finished = tmp_path / "started", tmp_path / "finished"
+    job = (
+        "import pathlib, time\n"
+        f"pathlib.Path({str(started)!r}).touch()\n"
+        "time.sleep(30)\n"
+        f"pathlib.Path({str(finished)!r}).touch()\n"
+    )
+    pool = AnnotationPool(1)
+    under_way = pool.submit(exec, job, fallback=exec)  # a fallback would run it here: it must not
+    await eventually(started.exists)
+    with caplog.at_level(logging.WARNING):
+        await asyncio.wait_for(asyncio.to_thread(pool.close), 20)  # well before the job would end
+    with pytest.raises(BrokenProcessPool):
+        await asyncio.wait_for(asyncio.wrap_future(under_way), TIMEOUT)
+    assert not finished.exists() and children() == []
+    assert [record.getMessage() for record in caplog.records if "died" in record.getMessage()] == []

@@ -108,8 +108,15 @@ class AnnotationPool:
         return await asyncio.wrap_future(self.submit(fn, argument))
 
     def close(self) -> None:
-        """Stop the workers and wait for them to exit."""
+        """Stop the workers now and wait for them to exit. A job under way is abandoned, not
+        waited for: a worker only reads files and computes (it writes nothing), and a closing
+        workspace will not store its answer. Waiting for a batch of large files took seconds,
+        longer than an MCP client gives a server to exit before it kills it."""
         self._closed = True
+        with self._lock:
+            executor = self._executor
+        if executor is not None:
+            _terminate_workers(executor)
         self._stop(wait=True, cancel=True)
 
     # -- inside ----------------------------------------------------------------------------
@@ -181,7 +188,9 @@ class AnnotationPool:
     ) -> None:
         if outer.done():
             return
-        if retries > 0 and not self._closed:
+        if self._closed:  # the workers were stopped on purpose: nobody waits for this job's answer
+            outer.set_exception(error)
+        elif retries > 0:
             log.warning("an indexing worker process died; starting a new one and trying its job again")
             self._attempt(outer, fn, argument, fallback, retries - 1)
         elif fallback is not None:
@@ -242,3 +251,17 @@ class AnnotationPool:
                 self._idle_timer = None
         if executor is not None:
             executor.shutdown(wait=wait, cancel_futures=cancel)
+
+
+def _terminate_workers(executor: ProcessPoolExecutor) -> None:
+    """SIGTERM every worker of `executor` (Python 3.14 has `terminate_workers` for this; before,
+    the executor's process table is the only way to them)."""
+    terminate = getattr(executor, "terminate_workers", None)
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((getattr(executor, "_processes", None) or {}).values()):
+        try:
+            process.terminate()
+        except (OSError, ValueError):  # already gone, or already closed
+            pass

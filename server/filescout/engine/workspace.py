@@ -198,9 +198,12 @@ class Workspace:
         if hand_off and await self._cut_short():
             handoff.start_background_indexer(self.root, self._index.path, self.env)
         self._board.closed = True
+        # The workers stop at once rather than finish their batch: a scan cancelled while it
+        # waits for one would otherwise wait seconds (large files) before it can end.
+        workers_stopped = asyncio.get_running_loop().run_in_executor(None, self._pool.close)
         await self._background.cancel_all(self._indexer.task, *self._scheduler.tasks)
+        await workers_stopped
         await self._scheduler.model.close()
-        await asyncio.to_thread(self._pool.close)
         await self._roles.close()
 
     async def _cut_short(self) -> bool:
