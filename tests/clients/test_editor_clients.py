@@ -6,6 +6,7 @@ protocol/filescout.schema.json generates."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -121,4 +122,9 @@ def test_vscode_extension_builds_and_its_client_drives_the_server(tmp_path: Path
     assert result.returncode == 0, output
     # The client, the #filescout tool, the extension API and the API key's way to a model endpoint
     # against the server, and the generated protocol types against the schema.
-    assert "# fail 0" in output and "# pass 28" in output, output
+    # Every test the test files declare ran and passed (a file that failed to load runs none).
+    declared = sum(
+        len(re.findall(r"^\s*test\(", path.read_text(), flags=re.MULTILINE))
+        for path in (VSCODE / "test").glob("*.test.ts")
+    )
+    assert declared >= 28 and "# fail 0" in output and f"# pass {declared}\n" in output, output

@@ -46,13 +46,16 @@ export interface FilescoutApi {
   status(options?: WorkspaceOptions): Promise<StatusResult>;
 }
 
-/** `clientFor` finds the running server for a workspace, or throws saying why there is none. */
-export function createFilescoutApi(clientFor: (folder?: WorkspaceRef) => FilescoutClient): FilescoutApi {
+/** `clientFor` finds the running server for a workspace (waiting while it starts), or throws
+ * saying why there is none. */
+export function createFilescoutApi(
+  clientFor: (folder?: WorkspaceRef) => FilescoutClient | Promise<FilescoutClient>,
+): FilescoutApi {
   return {
     version: 1,
     async findRelevantFiles(query, options = {}) {
       const { onItems } = options;
-      return findRelevantFiles(clientFor(options.folder), query, {
+      return findRelevantFiles(await clientFor(options.folder), query, {
         promptTokens: options.promptTokens,
         useModel: options.useModel,
         cancel: options.cancel,
@@ -64,14 +67,14 @@ export function createFilescoutApi(clientFor: (folder?: WorkspaceRef) => Filesco
       });
     },
     async getFiles(params = {}, options = {}) {
-      const client = clientFor(options.folder);
+      const client = await clientFor(options.folder);
       if (options.cancel?.isCancellationRequested) {
         throw new CancelledError();
       }
       return client.filesPage(pageParams(params), options.cancel).catch((error: unknown) => Promise.reject(requestError(error)));
     },
     async status(options = {}) {
-      const client = clientFor(options.folder);
+      const client = await clientFor(options.folder);
       return client.status().catch((error: unknown) => Promise.reject(requestError(error)));
     },
   };

@@ -74,8 +74,8 @@ export class CancelledError extends Error {
 export class NoServerError extends Error {
   constructor(detail = "filescout is not running for this workspace") {
     super(
-      `${detail}. Install it with \`pipx install filescout\` (or point the filescout.serverCommand ` +
-        "or filescout.pythonPath setting at it), then reload the window.",
+      `${detail}. Point the filescout.serverCommand setting at an installed filescout ` +
+        "(e.g. [\"/path/to/venv/bin/filescout\", \"serve\"]); the server starts as soon as it changes.",
     );
     this.name = "NoServerError";
   }

@@ -117,7 +117,7 @@ test("without a server the tool says how to get one", async () => {
   await assert.rejects(invokeFindRelevantFilesTool(undefined, { query: "cart" }), (error: Error) => {
     assert.ok(error instanceof NoServerError);
     assert.match(error.message, /not running/);
-    assert.match(error.message, /pipx install filescout/);
+    assert.match(error.message, /filescout\.serverCommand/);
     return true;
   });
 });
