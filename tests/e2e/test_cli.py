@@ -72,6 +72,17 @@ def test_missing_workspace_is_a_clear_error(run, tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_a_workspace_warning_is_said_once(run, workspace: Path) -> None:
+    (workspace / "filescout.toml").write_text('db_path = "elsewhere.db"\nmax_file_size = "big"\n')
+    result = run("status", str(workspace))
+    lines = result.stderr.splitlines()
+    assert [line for line in lines if "db_path ignored" in line] == [
+        "filescout: filescout.toml: db_path ignored: a workspace file cannot place the index; "
+        "set dbPath in the editor settings or FILESCOUT_DB_PATH"
+    ], result.stderr
+    assert len([line for line in lines if "maxFileSize ignored" in line]) == 1, result.stderr
+
+
 def test_bad_glob_is_a_clear_error(run, workspace: Path) -> None:
     result = run("files", str(workspace), "--glob", "../*.py", check=False)
     assert result.returncode == 1

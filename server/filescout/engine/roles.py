@@ -246,7 +246,9 @@ def _replace_unusable(path: Path, reason: AsideReason, why: str, warnings: list[
 
 
 def _say(message: str, warnings: list[str]) -> None:
-    log.warning("%s", message)
+    """Recorded here, shown by the face: each face shows a workspace's `warnings` to its user
+    (a notification, the terminal, the MCP server's log), so a warning is said once."""
+    log.info("%s", message)
     warnings.append(message)
 
 

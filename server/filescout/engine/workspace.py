@@ -110,8 +110,8 @@ class Workspace:
         if (refused := unsafe_root_reason(root, env)) is not None:
             raise WorkspaceUnavailable(refused)
         loaded = load_settings(root, editor_settings, env)
-        for warning in loaded.warnings:
-            log.warning("%s", warning)
+        for warning in loaded.warnings:  # each face shows `warnings` to its user: recorded only
+            log.info("%s", warning)
         roles = await Roles.acquire(
             db_path_for(root, loaded.settings, env),
             loaded.warnings,
