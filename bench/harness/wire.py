@@ -320,3 +320,36 @@ async def wait_until_idle(client: WireClient, limit: float) -> float:
             return time.perf_counter() - started
         await asyncio.sleep(0.2)
     raise TimeoutError(f"the model did not finish within {limit:.0f} s")
+
+
+async def start_command(
+    arguments: list[str],
+    root: Path,
+    cache: Path,
+    *,
+    kind: type[WireClient] = WireClient,
+    env: dict[str, str] | None = None,
+    stderr: Path | None = None,
+    initialization_options: Any = None,
+) -> WireClient:
+    """As `kind.start`, for a server that another command line starts (a frozen build, another
+    interpreter): initialized and told so. A ProgressClient's `started` is the moment before the
+    process was spawned."""
+    started = time.perf_counter()
+    process = await launch.spawn(arguments, launch.server_env(cache, env), stderr=stderr)
+    client = kind(process)
+    if isinstance(client, ProgressClient):
+        client.started = started
+    params: dict[str, Any] = {
+        "processId": os.getpid(),
+        "rootUri": root.as_uri(),
+        "capabilities": {
+            "window": {"workDoneProgress": True},
+            "workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}},
+        },
+    }
+    if initialization_options is not None:
+        params["initializationOptions"] = initialization_options
+    await client.request("initialize", params)
+    client.notify("initialized", {})
+    return client

@@ -33,6 +33,7 @@ import {
   invocationMessage,
   invokeFindRelevantFilesTool,
 } from "./relevantFiles";
+import { findBundledServer } from "./bundledServer";
 import { API_KEY_SECRET, configurationChange, serverSettings } from "./settings";
 
 /** Settings that change how the server starts: a change restarts the folder's server. */
@@ -116,7 +117,8 @@ function serverCommand(folder: vscode.WorkspaceFolder): { command: string; args:
   if (python) {
     return { command: python, args: ["-m", "filescout", "serve"] };
   }
-  return { command: "filescout", args: ["serve"] };
+  // A platform's VSIX carries the server (scripts/build-platform-vsix.py); the universal one does not.
+  return findBundledServer() ?? { command: "filescout", args: ["serve"] };
 }
 
 /** Starts the folder's server without waiting for it: activation never waits on a server or a toast. */
