@@ -23,6 +23,7 @@ MESSAGES: dict[str, tuple[Any, Any]] = {
     t.Method.FIND_RELEVANT: (t.FindRelevantParams, t.FindRelevantResult),
     t.Method.DID_ACCESS: (t.DidAccessParams, None),
     t.Method.STATUS: (t.IndexStatus, None),
+    t.Method.GET_OVERVIEW: (t.GetOverviewParams, t.OverviewResult),
     t.Command.REINDEX: (None, t.ReindexResult),
     t.Command.STATUS: (None, t.StatusResult),
     t.Command.ANNOTATE: (t.AnnotateParams, list[t.FileItem]),

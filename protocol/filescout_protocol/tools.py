@@ -10,12 +10,14 @@ from msgspec import Meta, Struct
 
 from filescout_protocol.types import (
     MAX_TIME_MS,
+    OVERVIEW_TOKENS,
     FileKind,
     FileOrder,
     FileStatus,
     FindRelevantResult,
     GetFilesPage,
     Globs,
+    OverviewEntry,
     RelativePath,
 )
 
@@ -28,6 +30,7 @@ class Tool:
     INDEX_STATUS: Final = "index_status"
     REINDEX_WORKSPACE: Final = "reindex_workspace"
     ANNOTATE_FILES: Final = "annotate_files"
+    WORKSPACE_OVERVIEW: Final = "workspace_overview"
 
 
 TOOLS: Final = (
@@ -36,6 +39,7 @@ TOOLS: Final = (
     Tool.INDEX_STATUS,
     Tool.REINDEX_WORKSPACE,
     Tool.ANNOTATE_FILES,
+    Tool.WORKSPACE_OVERVIEW,
 )
 
 PromptTokens = Annotated[
@@ -138,6 +142,32 @@ class AnnotateFilesInput(_Input):
     ] = 30.0
 
 
+class WorkspaceOverviewInput(_Input):
+    """The workspace as an annotated tree within a token budget: where things are, before asking."""
+
+    tokens: Annotated[
+        int,
+        Meta(
+            ge=200,
+            le=200_000,
+            description="Most tokens the overview may take (counted cautiously, at 3.5 characters a "
+            "token); the least important branches fold into `… N more files` lines.",
+        ),
+    ] = OVERVIEW_TOKENS
+    query: Annotated[
+        Union[Annotated[str, Meta(min_length=1, max_length=20_000)], None],
+        Meta(description="A task or question to focus on: the branches that matter for it open first."),
+    ] = None
+    globs: Annotated[
+        Globs,
+        Meta(description="Only files matching these gitignore-style patterns (`*.py`, `!tests/`)."),
+    ] = []
+    paths: Annotated[
+        list[RelativePath],
+        Meta(description="Only the tree under these workspace-relative directories."),
+    ] = []
+
+
 # Answers of the tools that show files within `prompt_tokens`: the structured content carries the
 # files the text shows, no more, since a client may hand either to the model.
 
@@ -166,3 +196,17 @@ class ListFilesOutput(GetFilesPage):
             "next page (`nextCursor`) starts with them.",
         ),
     ] = 0
+
+
+class WorkspaceOverviewOutput(Struct, rename="camel", kw_only=True):
+    """The overview's lines as records; the block itself is the text answer, not repeated here."""
+
+    entries: Annotated[
+        list[OverviewEntry],
+        Meta(description="The lines of the text's tree, in order (folded lines are counted in `folded`)."),
+    ]
+    files: Annotated[int, Meta(ge=0, description="Files in the scope.")]
+    shown: Annotated[int, Meta(ge=0, description="Files the overview names.")]
+    estimated_tokens: Annotated[
+        int, Meta(ge=0, description="The text's size as `tokens` counts it (3.5 characters a token).")
+    ]

@@ -69,6 +69,7 @@ class Method:
     FIND_RELEVANT: Final = "files/findRelevant"
     DID_ACCESS: Final = "files/didAccess"
     STATUS: Final = "filescout/status"
+    GET_OVERVIEW: Final = "files/getOverview"
 
 
 class Command:
@@ -79,7 +80,13 @@ class Command:
     ANNOTATE: Final = "filescout.annotate"
 
 
-METHODS: Final = (Method.GET_FILES, Method.FIND_RELEVANT, Method.DID_ACCESS, Method.STATUS)
+METHODS: Final = (
+    Method.GET_FILES,
+    Method.FIND_RELEVANT,
+    Method.DID_ACCESS,
+    Method.STATUS,
+    Method.GET_OVERVIEW,
+)
 COMMANDS: Final = (Command.REINDEX, Command.STATUS, Command.ANNOTATE)
 
 
@@ -483,6 +490,87 @@ class FindRelevantResult(_Payload):
             "one; it covers every item, streamed or not."
         ),
     ] = msgspec.UNSET
+
+
+OVERVIEW_TOKENS: Final = 2000
+"""The overview's default budget: enough for the top of a large tree and most of a small one."""
+
+OverviewEntryType = Literal["directory", "file"]
+
+
+class GetOverviewParams(_Params):
+    """`files/getOverview`: the workspace as an annotated tree within a token budget, the most
+    important branches open, optionally under a scope and focused on a question."""
+
+    tokens: Annotated[
+        int,
+        Meta(
+            ge=200,
+            le=200_000,
+            description="Most tokens the overview may take (counted cautiously, at 3.5 characters a "
+            "token); the least important branches fold into `… N more files` lines.",
+        ),
+    ] = OVERVIEW_TOKENS
+    query: Annotated[
+        Union[Annotated[str, Meta(min_length=1, max_length=20_000)], None],
+        Meta(
+            description="A question to focus on: the branches holding the files that matter for it "
+            "open first."
+        ),
+    ] = None
+    globs: Globs = []
+    paths: Annotated[
+        list[RelativePath],
+        Meta(description="Path prefixes: only the tree below these directories."),
+    ] = []
+
+
+class OverviewEntry(_Payload):
+    """One line of the overview's tree, in the block's order."""
+
+    path: Annotated[str, Meta(description="Workspace-relative path; `.` for the workspace root.")]
+    type: OverviewEntryType
+    depth: Annotated[
+        int, Meta(ge=0, description="0 for the root; a chain of single directories is one line.")
+    ]
+    summary: Annotated[
+        str,
+        Meta(
+            description="A file's summary; for a directory, what it is for (from its README, its "
+            "package file or its files' tags), its main languages and how many files it holds."
+        ),
+    ]
+    files: Annotated[int, Meta(ge=0, description="Files at or below this path in the scope.")]
+    folded: Annotated[
+        int,
+        Meta(ge=0, description="Files below this directory the overview does not name (0 for a file)."),
+    ]
+    importance: Annotated[
+        float,
+        Meta(
+            description="How much it matters without a question, from the import graph, the history, "
+            "the user's use and its kind: comparable within one overview."
+        ),
+    ]
+    languages: Annotated[list[str], Meta(description="A file's language; a directory's main languages.")]
+
+
+class OverviewResult(_Payload):
+    """Result of `files/getOverview`."""
+
+    prompt: Annotated[
+        str,
+        Meta(description="The overview as a prompt-ready block, within `tokens`."),
+    ]
+    entries: Annotated[
+        list[OverviewEntry],
+        Meta(description="The lines of the block's tree, as records (folded lines are counted in `folded`)."),
+    ]
+    files: Annotated[int, Meta(ge=0, description="Files in the scope.")]
+    shown: Annotated[int, Meta(ge=0, description="Files the overview names.")]
+    estimated_tokens: Annotated[
+        int, Meta(ge=0, description="The block's size as `tokens` counts it (3.5 characters a token).")
+    ]
 
 
 class DidAccessParams(_Params):

@@ -19,8 +19,10 @@ from filescout import log as logsetup
 from filescout.core.errors import FilescoutError
 from filescout.engine.progress import ProgressReporter
 from filescout_protocol.types import (
+    OVERVIEW_TOKENS,
     FindRelevantParams,
     GetFilesParams,
+    GetOverviewParams,
     RelevanceOptions,
     Scope,
     SharedCacheStatus,
@@ -160,6 +162,19 @@ def _find(args: argparse.Namespace, query: str) -> Callable[[Workspace], Awaitab
     return run
 
 
+def _overview(args: argparse.Namespace) -> Callable[[Workspace], Awaitable[int]]:
+    async def run(engine: Workspace) -> int:
+        params = GetOverviewParams(tokens=args.tokens, query=args.query, globs=args.glob, paths=args.prefix)
+        overview = await engine.overview(params)
+        if args.json:
+            _print_json(overview)
+        else:
+            print(overview.prompt)
+        return 0
+
+    return run
+
+
 def _print_items(items: list) -> None:
     for rank, item in enumerate(items, 1):
         print(f"{rank:3d}. {item.path}  [{item.stage} {item.score:.2f}]")
@@ -291,9 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
         "mcp",
         "run the MCP server on stdio, for chat panels and agents",
         "Run the MCP server on stdio for chat clients and agents, with the tools\n"
-        "find_relevant_files, list_files, index_status, reindex_workspace and\n"
-        "annotate_files. Beside a running `filescout serve` on the same workspace it\n"
-        "reads the shared index; alone, it indexes.",
+        "find_relevant_files, list_files, workspace_overview, index_status,\n"
+        "reindex_workspace and annotate_files. Beside a running `filescout serve` on\n"
+        "the same workspace it reads the shared index; alone, it indexes.",
         "  filescout mcp ~/src/shop\n"
         '  an MCP client\'s entry: "command": "filescout", "args": ["mcp", "/path/to/src"]',
     )
@@ -379,6 +394,33 @@ def build_parser() -> argparse.ArgumentParser:
     words_help, words.help = words.help, argparse.SUPPRESS  # left out of the usage argparse makes
     find.usage = find.format_usage().removeprefix("usage: ").rstrip() + " [PATH] QUERY..."
     words.help = words_help
+
+    overview = command(
+        "overview",
+        "the workspace as an annotated tree, within a token budget",
+        "Print the workspace as an indented tree for a chat's prompt: each directory\n"
+        "with what it is for, its main languages and how many files it holds, each\n"
+        "file with its summary. The most important branches (the import graph, the\n"
+        "history, your use, the kind of file) stay open within the budget; the rest\n"
+        "fold into `… N more files` lines. With --query, the branches that matter for\n"
+        "the question open first. The index is brought up to date first (fast when\n"
+        "nothing changed).",
+        "  filescout overview\n"
+        "  filescout overview ~/src/shop --tokens 8000\n"
+        "  filescout overview . --query \"where are refunds issued\" --glob '*.py'",
+    )
+    overview.add_argument(
+        "path", nargs="?", default=".", help="the workspace (default: the current directory)"
+    )
+    overview.add_argument(
+        "--tokens",
+        type=int,
+        default=OVERVIEW_TOKENS,
+        metavar="N",
+        help=f"most tokens the tree may take, 200 to 200000 (default: {OVERVIEW_TOKENS})",
+    )
+    overview.add_argument("--query", metavar="Q", help="a question to focus on: its branches open first")
+    add_filters(overview)
 
     status = command(
         "status",
@@ -487,6 +529,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print("filescout: --limit must be between 1 and 500", file=sys.stderr)
                 return 2
             action, refresh = _find(args, query), not args.no_refresh
+        elif args.command == "overview":
+            if not 200 <= args.tokens <= 200_000:
+                print("filescout: --tokens must be between 200 and 200000", file=sys.stderr)
+                return 2
+            action, path, refresh = _overview(args), args.path, not args.no_refresh
         elif args.command == "cache":
             action, path, refresh = _cache(args.action), args.path, False
         else:

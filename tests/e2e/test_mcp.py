@@ -26,7 +26,7 @@ from harness.support import (
     wait_until,
 )
 
-READ_ONLY_TOOLS = {"find_relevant_files", "list_files", "index_status"}
+READ_ONLY_TOOLS = {"find_relevant_files", "list_files", "index_status", "workspace_overview"}
 WRITING_TOOLS = {"reindex_workspace", "annotate_files"}
 
 
@@ -134,6 +134,12 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("list_files", {"cursor": "not-a-cursor"}, "cursor"),
     ("list_files", {"prompt_tokens": 10}, "prompt_tokens"),
     ("list_files", {"page": 2}, "page"),
+    ("workspace_overview", {"tokens": 10}, "tokens"),
+    ("workspace_overview", {"tokens": "many"}, "tokens"),
+    ("workspace_overview", {"query": 5}, "query"),
+    ("workspace_overview", {"globs": ["../*.py"]}, "globs[0]"),
+    ("workspace_overview", {"paths": ["../elsewhere"]}, "paths[0]"),
+    ("workspace_overview", {"depth": 2}, "depth"),
     ("index_status", {"verbose": True}, "verbose"),
     ("reindex_workspace", {"force": True}, "force"),
     ("annotate_files", {}, "paths"),

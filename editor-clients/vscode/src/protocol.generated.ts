@@ -171,6 +171,33 @@ export interface GetFilesParams {
 }
 
 /**
+ * `files/getOverview`: the workspace as an annotated tree within a token budget, the most
+ * important branches open, optionally under a scope and focused on a question.
+ */
+export interface GetOverviewParams {
+  /**
+   * Most tokens the overview may take (counted cautiously, at 3.5 characters a token); the least important branches fold into `… N more files` lines.
+   */
+  tokens?: number;
+  /**
+   * A question to focus on: the branches holding the files that matter for it open first.
+   */
+  query?: string | null;
+  /**
+   * @maxItems 100
+   *
+   * Items: gitignore-style pattern relative to the workspace root (`*.py` matches at any depth, `src/** /*.ts` is anchored, a leading `!` excludes).
+   */
+  globs?: string[];
+  /**
+   * Path prefixes: only the tree below these directories.
+   *
+   * Items: Workspace-relative POSIX path; absolute paths and file:// URIs inside the workspace are accepted too.
+   */
+  paths?: string[];
+}
+
+/**
  * How indexing uses the machine.
  */
 export interface IndexSettings {
@@ -275,6 +302,67 @@ export interface ModelStatus {
    * In the currency of the configured prices; null without prices.
    */
   estimatedCostToFinish?: number | null;
+}
+
+/**
+ * One line of the overview's tree, in the block's order.
+ */
+export interface OverviewEntry {
+  /**
+   * Workspace-relative path; `.` for the workspace root.
+   */
+  path: string;
+  type: "directory" | "file";
+  /**
+   * 0 for the root; a chain of single directories is one line.
+   */
+  depth: number;
+  /**
+   * A file's summary; for a directory, what it is for (from its README, its package file or its files' tags), its main languages and how many files it holds.
+   */
+  summary: string;
+  /**
+   * Files at or below this path in the scope.
+   */
+  files: number;
+  /**
+   * Files below this directory the overview does not name (0 for a file).
+   */
+  folded: number;
+  /**
+   * How much it matters without a question, from the import graph, the history, the user's use and its kind: comparable within one overview.
+   */
+  importance: number;
+  /**
+   * A file's language; a directory's main languages.
+   */
+  languages: string[];
+}
+
+/**
+ * Result of `files/getOverview`.
+ */
+export interface OverviewResult {
+  /**
+   * The overview as a prompt-ready block, within `tokens`.
+   */
+  prompt: string;
+  /**
+   * The lines of the block's tree, as records (folded lines are counted in `folded`).
+   */
+  entries: OverviewEntry[];
+  /**
+   * Files in the scope.
+   */
+  files: number;
+  /**
+   * Files the overview names.
+   */
+  shown: number;
+  /**
+   * The block's size as `tokens` counts it (3.5 characters a token).
+   */
+  estimatedTokens: number;
 }
 
 /**

@@ -16,6 +16,7 @@ export type RelevanceStage = RelevantItem["stage"];
 export const Methods = {
   getFiles: "files/getFiles",
   findRelevant: "files/findRelevant",
+  getOverview: "files/getOverview",
   didAccess: "files/didAccess",
   status: "filescout/status",
 } as const;

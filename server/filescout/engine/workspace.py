@@ -27,6 +27,7 @@ from filescout.engine.repair import IndexRepair
 from filescout.engine.roles import Role, Roles
 from filescout.engine.scheduler import Scheduler
 from filescout.engine.settings import db_path_for, default_db_path, load_settings
+from filescout.engine.shown import shown
 from filescout.engine.status import workspace_status
 from filescout.index import Index
 from filescout.index.lock import WriterLock
@@ -36,7 +37,10 @@ from filescout_protocol.types import (
     FindRelevantResult,
     GetFilesPage,
     GetFilesParams,
+    GetOverviewParams,
     IndexPhase,
+    OverviewEntry,
+    OverviewResult,
     ReindexResult,
     Settings,
     StatusResult,
@@ -44,6 +48,7 @@ from filescout_protocol.types import (
 
 if TYPE_CHECKING:
     from filescout.engine.answers import FindUpdate
+    from filescout.engine.overview import Overviews
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +93,7 @@ class Workspace:
             root, settings, self._index, self._scheduler, self._board, hooks, self._background, self._pool
         )
         self._listing = FileListing(root, self._index)
+        self._overviews: Overviews | None = None
         self._repair = IndexRepair(roles, self._background, self._rebuild, hooks.on_warning)
 
     @classmethod
@@ -410,6 +416,46 @@ class Workspace:
             if update.done:
                 return update.result()
         raise AssertionError("the relevance stages ended without an answer")
+
+    async def overview(self, params: GetOverviewParams) -> OverviewResult:
+        """The workspace as an annotated tree within `params.tokens`, optionally scoped and
+        focused on a question (engine/overview.py). Reads only: nothing is recorded as used."""
+        if self._overviews is None:
+            # Imported at the first overview, not at startup, like the relevance stages.
+            from filescout.engine.overview import Overviews
+
+            self._overviews = Overviews(self.root, self._index)
+        overviews = self._overviews
+        found = await self._guarded(
+            lambda: overviews.overview(
+                tokens=params.tokens,
+                query=params.query,
+                globs=params.globs,
+                paths=params.paths,
+                current=self._scheduler.current,
+            )
+        )
+        return OverviewResult(
+            prompt=found.text,
+            entries=[
+                shown(
+                    OverviewEntry(
+                        path=line.path,
+                        type="directory" if line.is_directory else "file",
+                        depth=line.depth,
+                        summary=line.summary,
+                        files=line.files,
+                        folded=line.folded,
+                        importance=round(line.importance, 4),
+                        languages=list(line.languages),
+                    )
+                )
+                for line in found.lines
+            ],
+            files=found.files,
+            shown=found.shown,
+            estimated_tokens=found.tokens,
+        )
 
     async def push_to_shared_cache(self) -> sharing.PushReport:
         """Share this machine's model annotations of the workspace with the team's cache."""

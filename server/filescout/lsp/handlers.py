@@ -35,6 +35,7 @@ from filescout_protocol.types import (
     DidAccessParams,
     FindRelevantParams,
     GetFilesParams,
+    GetOverviewParams,
     Method,
 )
 
@@ -148,6 +149,12 @@ async def find_relevant(ls: FilescoutServer, params: Any) -> Any:
         progress.end()
 
 
+@translate_errors
+async def get_overview(ls: FilescoutServer, params: Any) -> Any:
+    request: GetOverviewParams = decode_params(params, GetOverviewParams, Method.GET_OVERVIEW)
+    return await ls.require_engine().overview(request)
+
+
 async def did_access(ls: FilescoutServer, params: Any) -> None:
     try:
         request: DidAccessParams = decode_params(params, DidAccessParams, Method.DID_ACCESS)
@@ -216,6 +223,7 @@ FEATURES: tuple[tuple[str, Callable[..., Any]], ...] = (
     (Method.GET_FILES, get_files),
     (Method.FIND_RELEVANT, find_relevant),
     (Method.DID_ACCESS, did_access),
+    (Method.GET_OVERVIEW, get_overview),
     (types.TEXT_DOCUMENT_DID_OPEN, did_open),
     (types.TEXT_DOCUMENT_DID_CHANGE, did_change),
     (types.TEXT_DOCUMENT_DID_SAVE, did_save),

@@ -45,7 +45,8 @@ RECONCILE_SECONDS = 60
 INSTRUCTIONS = (
     "filescout keeps an index of every file in this workspace with a short summary. Before "
     f"reading or changing code for a task, call {Tool.FIND_RELEVANT_FILES} with the user's "
-    f"request to learn which files matter; {Tool.LIST_FILES} lists files with their summaries."
+    f"request to learn which files matter; {Tool.LIST_FILES} lists files with their summaries; "
+    f"{Tool.WORKSPACE_OVERVIEW} gives the lay of the land: the workspace as an annotated tree."
 )
 
 

@@ -23,12 +23,15 @@ from filescout_protocol.tools import (
     ListFilesOutput,
     ReindexWorkspaceInput,
     Tool,
+    WorkspaceOverviewInput,
+    WorkspaceOverviewOutput,
 )
 from filescout_protocol.types import (
     FindRelevantParams,
     FindRelevantResult,
     GetFilesPage,
     GetFilesParams,
+    GetOverviewParams,
     PromptOptions,
     ReindexResult,
     RelevanceOptions,
@@ -207,6 +210,20 @@ async def annotate_files(engine: Workspace, args: AnnotateFilesInput, report: Re
     return GetFilesPage(items=items, next_cursor=None), text
 
 
+async def workspace_overview(engine: Workspace, args: WorkspaceOverviewInput, report: Report) -> Answer:
+    """The tree as its block; the structured content carries the same lines as records."""
+    overview = await engine.overview(
+        GetOverviewParams(tokens=args.tokens, query=args.query, globs=args.globs, paths=args.paths)
+    )
+    lines = WorkspaceOverviewOutput(
+        entries=overview.entries,
+        files=overview.files,
+        shown=overview.shown,
+        estimated_tokens=overview.estimated_tokens,
+    )
+    return lines, overview.prompt
+
+
 def describe_status(status: StatusResult) -> str:
     counts = ", ".join(f"{count} {name}" for name, count in sorted(status.by_status.items()))
     lines = [
@@ -262,6 +279,18 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
                 "prompt.tokens": "prompt_tokens",
             }
         ),
+    ),
+    ToolSpec(
+        Tool.WORKSPACE_OVERVIEW,
+        "Workspace overview",
+        "The workspace as an indented tree within a token budget: each directory with what it is "
+        "for, its main languages and how many files it holds, each file with its summary; the most "
+        "important branches (import graph, history, use) open, the rest folded into counts. Call it "
+        "first to learn the lay of the land; pass `query` to open the branches that matter for a task.",
+        WorkspaceOverviewInput,
+        WorkspaceOverviewOutput,
+        True,
+        workspace_overview,
     ),
     ToolSpec(
         Tool.INDEX_STATUS,

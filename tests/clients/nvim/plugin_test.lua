@@ -128,6 +128,28 @@ check(late == nil and late_err == "no answer from filescout within 0 ms", "a tim
 local after = filescout.prompt_sync("checkout address validation", { limit = 1 })
 check(after and after:find("1. web/checkoutForm.ts", 1, true), "a block after a timeout: " .. tostring(after))
 
+-- The workspace overview: the annotated tree as one block, through the callback and waiting.
+local overview_done, tree, tree_err, tree_result = false, nil, nil, nil
+filescout.overview(function(text, err, result)
+  overview_done, tree, tree_err, tree_result = true, text, err, result
+end)
+wait(function() return overview_done end, "the overview block")
+check(tree_err == nil and type(tree) == "string", "an overview, no error: " .. tostring(tree_err))
+check(vim.startswith(tree, "<filescout-overview"), "the overview opens with its tag: " .. tree)
+check(vim.endswith(tree, "</filescout-overview>"), "the overview closes with its tag: " .. tree)
+check(tree:find("  src/shop/ — ", 1, true), "directories carry their rolled-up line: " .. tree)
+check(tree_result.entries[1].path == "." and tree_result.files == tree_result.entries[1].files,
+  "the result comes with the block: " .. vim.inspect(tree_result.entries[1]))
+local focused, focused_err = filescout.overview_sync({ tokens = 300, query = "refund a stripe charge" })
+check(focused and focused:find("stripe_gateway.py", 1, true),
+  "a focused overview opens the question's branch: " .. tostring(focused or focused_err))
+local scoped = filescout.overview_sync({ paths = { "web" } })
+check(scoped and scoped:find("checkoutForm.ts", 1, true) and not scoped:find("cart.py", 1, true),
+  "a scoped overview: " .. tostring(scoped))
+local bad, bad_err = filescout.overview_sync({ tokens = 50 })
+check(bad == nil and vim.startswith(bad_err or "", "invalid params for files/getOverview: tokens"),
+  "a bad budget is the server's error: " .. tostring(bad_err))
+
 client:stop()
 wait(function() return client:is_stopped() end, "the server to stop", 10000)
 wait(function() return filescout.client(root) == nil end, "the client to go", 10000)

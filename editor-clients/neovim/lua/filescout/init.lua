@@ -11,6 +11,10 @@
 --     on_block(block, err, result); opts.tokens (budget), opts.limit, opts.scope
 --   require("filescout").prompt_sync(question, opts)       -- the same, waiting (opts.timeout,
 --     ms); returns the block, or nil and a message
+--   require("filescout").overview(on_block, opts)          -- the workspace as an annotated
+--     tree, one block; opts.tokens (default 2000), opts.query, opts.globs, opts.paths
+--   require("filescout").overview_sync(opts)               -- the same, waiting; returns the
+--     block, or nil and a message
 
 local M = {}
 
@@ -237,6 +241,77 @@ function M.prompt_sync(question, opts)
   local timeout = opts.timeout or 10000
   local answer
   local cancel = M.prompt(question, function(block, err)
+    answer = { block = block, err = err }
+  end, opts)
+  local _, status = vim.wait(timeout, function() return answer ~= nil end, 10)
+  if not answer then
+    cancel()
+    return nil, status == -2 and "interrupted while waiting for filescout"
+      or string.format("no answer from filescout within %d ms", timeout)
+  end
+  return answer.block, answer.err
+end
+
+--- The workspace as an annotated tree within a token budget, one block of text (see PROTOCOL.md,
+--- `files/getOverview`): `on_block(block, err, result)` runs once, with the block (a string that
+--- starts with `<filescout-overview`) and the OverviewResult it comes from (its `entries`, the
+--- tree's lines as records), or with nil and a message.
+--- opts: tokens (200–200000, default the server's, 2000), query (open the branches that matter
+--- for it first), globs, paths, client. Returns a function that cancels the request; on_block is
+--- not called after that.
+function M.overview(on_block, opts)
+  opts = opts or {}
+  local finished = false
+  local function finish(block, err, result)
+    if not finished then
+      finished = true
+      on_block(block, err, result)
+    end
+  end
+  local client = opts.client or M.client()
+  if not client then
+    vim.schedule(function()
+      finish(nil, "filescout is not running for this project (:FilescoutStart starts it)")
+    end)
+    return function() finished = true end
+  end
+  local params = vim.empty_dict()
+  for _, name in ipairs({ "tokens", "query", "globs", "paths" }) do
+    if opts[name] ~= nil then params[name] = opts[name] end
+  end
+  local sent, request_id = request(client, "files/getOverview", params, function(err, result)
+    vim.schedule(function()
+      if err then
+        finish(nil, err.message)
+      elseif type(result) ~= "table" or type(result.prompt) ~= "string" then
+        finish(nil, "the filescout server sent no overview (it predates files/getOverview)")
+      else
+        finish(result.prompt, nil, result)
+      end
+    end)
+  end)
+  if not sent then
+    vim.schedule(function() finish(nil, "the filescout server has stopped") end)
+  end
+  return function() -- cancel
+    if not finished then
+      finished = true
+      if request_id and vim.fn.has("nvim-0.11") == 1 then
+        client:cancel_request(request_id)
+      elseif request_id then
+        client.cancel_request(request_id)
+      end
+    end
+  end
+end
+
+--- M.overview, waiting for the block: returns it, or nil and a message. opts as for M.overview,
+--- plus timeout (milliseconds, default 10000; past it the request is cancelled).
+function M.overview_sync(opts)
+  opts = opts or {}
+  local timeout = opts.timeout or 10000
+  local answer
+  local cancel = M.overview(function(block, err)
     answer = { block = block, err = err }
   end, opts)
   local _, status = vim.wait(timeout, function() return answer ~= nil end, 10)
