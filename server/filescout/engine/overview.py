@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from filescout.core.errors import InvalidParams
-from filescout.engine.prompt import CHARS_PER_TOKEN, HEADING_SHARE, _clean, estimate_tokens
+from filescout.engine.prompt import CHARS_PER_TOKEN, HEADING_SHARE, estimate_tokens, one_line
 from filescout.index import Index
 from filescout.index.overview import FileFacts, OverviewReads
 from filescout.relevance.filters import PathFilter
@@ -234,7 +234,7 @@ def purpose(node: Node) -> str:
             if chosen is None or rank < chosen[0]:
                 chosen = (rank, child.file.summary)
     if chosen is not None:
-        text = GENERIC_OPENING.sub("", _clean(chosen[1]), count=1)
+        text = GENERIC_OPENING.sub("", one_line(chosen[1]), count=1)
         # Not markup (`.. rst-class::`, `<?xml`, `{%`), nor an empty package file's `(empty)`.
         if len(text) > 3 and text[0].isalnum() and "(empty)" not in text:
             return _shorten(text, PURPOSE_CHARS)
@@ -265,12 +265,12 @@ def _line(node: Node, *, with_summary: bool) -> str:
 
     indent = INDENT * node.depth
     if node.file is None:
-        label = f"{_clean(node.label)}/"
+        label = f"{one_line(node.label)}/"
         if not with_summary:
             return f"{indent}{label} ({node.files} file{'' if node.files == 1 else 's'})"
-        return f"{indent}{label} — {_clean(redact(directory_summary(node)))}"
-    label = _clean(name(node))
-    summary = _clean(redact(node.file.summary)) if with_summary and node.file.summary else ""
+        return f"{indent}{label} — {one_line(redact(directory_summary(node)))}"
+    label = one_line(name(node))
+    summary = one_line(redact(node.file.summary)) if with_summary and node.file.summary else ""
     return f"{indent}{label} — {_shorten(summary, SUMMARY_CHARS)}" if summary else f"{indent}{label}"
 
 
@@ -405,7 +405,7 @@ def heading(question: str | None, tokens: int) -> list[str]:
     if not question:
         return [NOTE]
     limit = int(tokens * CHARS_PER_TOKEN) // HEADING_SHARE - len(FOCUS)
-    text = _clean(question)
+    text = one_line(question)
     return [NOTE, FOCUS + (text if len(text) <= limit else text[: max(limit - 1, 0)] + "…")]
 
 

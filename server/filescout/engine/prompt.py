@@ -41,7 +41,7 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
-def _clean(text: str) -> str:
+def one_line(text: str) -> str:
     """One visible line with no angle brackets: nothing in it can open or close a tag, and
     nothing is hidden from the reader (control, zero-width and bidirectional characters)."""
     return " ".join(INVISIBLE.sub(" ", text).translate(ANGLES).split())
@@ -52,11 +52,11 @@ def _entry(rank: int, item: Listed, *, with_summary: bool = True) -> str:
     (the faces' items are already; this holds for any caller)."""
     from filescout.llm.redact import redact  # here, not above: its patterns cost startup 30 ms
 
-    lines = [f"{rank}. {_clean(item.path)}"]
+    lines = [f"{rank}. {one_line(item.path)}"]
     if with_summary and item.summary:
-        lines.append(f"   {_clean(redact(item.summary))}")
+        lines.append(f"   {one_line(redact(item.summary))}")
     if item.reason:
-        lines.append(f"   why: {_clean(redact(item.reason))}")
+        lines.append(f"   why: {one_line(redact(item.reason))}")
     return "\n".join(lines)
 
 
@@ -67,14 +67,14 @@ def _left_out(items: Sequence[Listed], tokens: int, *, named: bool = True) -> st
     line = f"{len(items)} more {files} did not fit in {tokens} tokens"
     if not named:
         return line + "."
-    names = ", ".join(_clean(item.path)[:LONGEST_NAMED] for item in items[:NAMED_LEFT_OUT])
+    names = ", ".join(one_line(item.path)[:LONGEST_NAMED] for item in items[:NAMED_LEFT_OUT])
     more = f" and {len(items) - NAMED_LEFT_OUT} more" if len(items) > NAMED_LEFT_OUT else ""
     return f"{line}: {names}{more}."
 
 
 def _heading(heading: str, tokens: int) -> str:
     limit = int(tokens * CHARS_PER_TOKEN) // HEADING_SHARE
-    text = _clean(heading)
+    text = one_line(heading)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
