@@ -178,6 +178,13 @@ class ModelSettings(_Payload, forbid_unknown_fields=True):
         Union[Annotated[float, Meta(ge=0)], None],
         Meta(description="Price per million output tokens, for cost estimates."),
     ] = None
+    directory_summaries: Annotated[
+        bool,
+        Meta(
+            description="Also have the model write the workspace overview's directory lines, from "
+            "their children's summaries, once file annotation is idle (within the budget)."
+        ),
+    ] = False
 
 
 class BudgetSettings(_Payload, forbid_unknown_fields=True):
@@ -618,6 +625,21 @@ class ModelStatus(_Payload):
     estimated_cost_to_finish: Annotated[
         Union[float, None],
         Meta(description="In the currency of the configured prices; null without prices."),
+    ] = None
+    directory_summaries: Annotated[
+        Union[int, None],
+        Meta(
+            description="The overview's directories with a summary the model wrote for what they "
+            "hold now, as of the last directory pass (written once file annotation is idle); null "
+            "before the first pass."
+        ),
+    ] = None
+    directories_waiting: Annotated[
+        Union[int, None],
+        Meta(
+            description="The overview's directories still waiting for the model's summary; null "
+            "before the first pass."
+        ),
     ] = None
 
 

@@ -3,7 +3,10 @@ under (content hash, annotator id), so whoever has the same content pays for it 
 
 What is shared: the content hash, the annotator id, the summary, tags and symbols, when it was
 written and what writing it cost. Never file contents, paths or anyone's settings. Structural
-annotations are not shared: they are cheap to make locally.
+annotations are not shared: they are cheap to make locally. Directory summaries (the overview's,
+`annotate/directories.py`) are shared the same way, kind "directory": keyed by the directory's key
+(a hash of what it holds) under the directory annotator's own id, so they never meet a file's
+entry, and counted apart.
 
 The cache is never in the way. Every connection and statement is bounded by `timeout`; a
 failure pauses the cache with a doubling backoff while model annotation goes on without it;
@@ -64,6 +67,7 @@ WRITE_REFUSALS = frozenset({"25006", "42501"})  # read-only transaction; insuffi
 REFUSALS = ("authentication failed", "no pg_hba.conf entry", "does not exist", "permission denied")
 """Connection errors carry no SQLSTATE: these say that retrying will not help."""
 State = Literal["ready", "connecting", "unavailable", "refused", "incompatible"]
+Kind = Literal["file", "directory"]
 
 
 class CacheProblem(Exception):
@@ -158,6 +162,8 @@ class SharedCache:
         self.state: State = "connecting"
         self.last_error: str | None = None
         self.hits = self.misses = self.stored = self.rejected = self.tokens_saved = 0
+        self.directory_hits = self.directories_stored = 0
+        """Directory summaries found and shared (apart from the files' counts)."""
         self._connection: psycopg.AsyncConnection[Any] | None = None
         self._lock = asyncio.Lock()
         self._retry_at = 0.0
@@ -169,9 +175,11 @@ class SharedCache:
     def writes(self) -> bool:
         return self.settings.mode == "read_write"
 
-    async def lookup(self, annotator: str, hashes: Sequence[str]) -> dict[str, Annotation]:
-        """The shared annotations of these contents, in one round trip; nothing (at once)
-        while the cache is paused or failing."""
+    async def lookup(
+        self, annotator: str, hashes: Sequence[str], *, kind: Kind = "file"
+    ) -> dict[str, Annotation]:
+        """The shared annotations of these contents (or directory keys), in one round trip;
+        nothing (at once) while the cache is paused or failing."""
         wanted = [digest for digest in dict.fromkeys(hashes) if HASH.fullmatch(digest)]
         if not wanted:
             return {}
@@ -195,12 +203,17 @@ class SharedCache:
                 self.rejected += 1
                 continue
             found[digest] = annotation
+        if kind == "directory":
+            self.directory_hits += len(found)
+            return found
         self.hits += len(found)
         self.misses += len(wanted) - len(found)
         self.tokens_saved += sum(item.input_tokens + item.output_tokens for item in found.values())
         return found
 
-    async def store(self, annotator: str, annotations: Sequence[tuple[str, Annotation]]) -> None:
+    async def store(
+        self, annotator: str, annotations: Sequence[tuple[str, Annotation]], *, kind: Kind = "file"
+    ) -> None:
         """Share what this machine's model wrote (first writer wins); read-only mode shares
         nothing."""
         if not self.writes or self.write_refused:
@@ -225,7 +238,9 @@ class SharedCache:
             tuple(list(column) for column in zip(*rows, strict=True)),
             writing=True,
         )
-        if written:
+        if written and kind == "directory":
+            self.directories_stored += written[0][0]
+        elif written:
             self.stored += written[0][0]
 
     async def entries(self) -> int | None:

@@ -8,7 +8,9 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from filescout.annotate.directories import DirectorySummarizer
 from filescout.annotate.llm import MAX_FILES_PER_REQUEST, ModelAnnotator, ModelInput
 from filescout.annotate.structural import StructuralAnnotator
 from filescout.annotate.team_cache import SharedCache, driver_missing
@@ -20,6 +22,9 @@ from filescout.engine.structural_worker import Rescan, read_current
 from filescout.index import Index
 from filescout.llm.client import Budget, BudgetSpent, ModelClient, ModelError, ModelRefused, ModelUnavailable
 from filescout_protocol.types import Settings
+
+if TYPE_CHECKING:
+    from filescout.engine.directory_writer import DirectoryCounts
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +57,15 @@ class ModelWorker:
         """The team's cache of model annotations, looked up before the model is asked."""
         self._skipped: str | None = None
         """Why files of this drain were skipped, if any were."""
+        self.directory_summarizer: DirectorySummarizer | None = None
+        """Writes directory summaries once file annotation is idle (engine/directory_writer.py)."""
+        self.directory_task: asyncio.Task[None] | None = None
+        self.directories_stale = True
+        """Something changed since the last directory pass found nothing to write."""
+        self.directory_counts: DirectoryCounts | None = None
+        """The overview's directories with and without a summary, as of the last pass."""
+        self.directories_gave_up: set[str] = set()
+        """Directory keys the model answered without a usable summary; not asked again."""
         self._root = root
         self._index = index
         self._structural = structural
@@ -63,6 +77,11 @@ class ModelWorker:
     @property
     def active(self) -> bool:
         return self.task is not None and not self.task.done()
+
+    @property
+    def directory_id(self) -> str | None:
+        """Whose directory summaries the overview shows: the model's, when one is on."""
+        return self.directory_summarizer.id if self.directory_summarizer is not None else None
 
     async def configure(self, settings: Settings, warnings: list[str]) -> None:
         """Set up (or take down) model annotation from the settings; a writer's job. One
@@ -85,6 +104,8 @@ class ModelWorker:
                 warnings.append(f"model annotation is off: {exc}")
             else:
                 log.info("model annotation on: %s", self.annotator.id)
+                if model.directory_summaries:
+                    self.directory_summarizer = DirectorySummarizer(self.annotator.client)
         shared = settings.shared_cache
         if self.annotator is not None and shared.url and shared.mode != "off":
             if (missing := driver_missing()) is not None:
@@ -95,14 +116,17 @@ class ModelWorker:
                 log.info("shared annotation cache: %s (%s)", self.shared.location, shared.mode)
         self.queue = AnnotationQueue()
         self.gave_up.clear()
+        self.directories_gave_up.clear()
+        self.directories_stale, self.directory_counts = True, None
 
     async def retire(self) -> None:
         """Stop work on the current model and close its client."""
         retiring, self.annotator = self.annotator, None  # nothing may start on it meanwhile
-        task = self.task
-        if task is not None and not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        self.directory_summarizer = None
+        for task in (self.task, self.directory_task):
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         if retiring is not None:
             await retiring.client.close()
         shared, self.shared = self.shared, None
@@ -132,6 +156,63 @@ class ModelWorker:
     def ensure_draining(self) -> None:
         if self.annotator is not None and len(self.queue) and not self.active:
             self.task = asyncio.create_task(self._drain(self.annotator), name="filescout-model")
+        elif not self.active:
+            self._write_directories()
+
+    @property
+    def writing_directories(self) -> bool:
+        return self.directory_task is not None and not self.directory_task.done()
+
+    def _write_directories(self) -> None:
+        """Start a directory pass when file annotation is idle and something may be missing."""
+        summarizer = self.directory_summarizer
+        if (
+            summarizer is None
+            or not self.directories_stale
+            or len(self.queue)
+            or self.stopped is not None
+            or self.writing_directories
+        ):
+            return
+        self.directory_task = asyncio.create_task(
+            self._directory_pass(summarizer), name="filescout-model-directories"
+        )
+
+    async def _directory_pass(self, summarizer: DirectorySummarizer) -> None:
+        """Directory summaries until none is missing, files wait for the model again, or the
+        model stops (engine/directory_writer.py); a failure leaves the rolled-up lines."""
+        from filescout.engine.directory_writer import DirectoryCounts, write_directory_summaries
+
+        self.directories_stale = False
+        try:
+            while self.directory_summarizer is summarizer:
+                if self.directory_counts is None:
+                    self.directory_counts = DirectoryCounts()
+                result = await write_directory_summaries(
+                    self._index,
+                    summarizer,
+                    self.shared,
+                    self.directory_counts,
+                    busy=lambda: bool(len(self.queue)) or self.active,
+                    gave_up=self.directories_gave_up,
+                )
+                if result.error is not None:
+                    self.directories_stale = True
+                    self.message = str(result.error)
+                    if isinstance(result.error, (BudgetSpent, ModelRefused)):
+                        log.warning("directory summaries stopped: %s", result.error)
+                        self.stopped = result.error
+                    return
+                if not result.more:
+                    return
+                if len(self.queue) or self.active:  # files first; a later pass goes on
+                    self.directories_stale = True
+                    return
+        except Exception as exc:  # a defect or a failing index: the rolled-up lines stay
+            self.directories_stale = True
+            full = self._storage_fault(exc)
+            if full is None:
+                log.exception("directory summaries failed")
 
     async def _drain(self, model: ModelAnnotator) -> None:
         """Annotate queued files until the queue is empty or the model cannot go on (budget
@@ -165,6 +246,8 @@ class ModelWorker:
                     )
                 saved, stop = await self._annotate(model, pending)
                 done += saved
+                if saved:
+                    self.directories_stale = True
                 if stop:
                     return
                 self.in_flight = 0
@@ -179,6 +262,8 @@ class ModelWorker:
             self.in_flight = 0
             if reporter is not None:
                 reporter.end(f"{done} files summarized" + (f"; {self.message}" if self.message else ""))
+            if self.annotator is model and not len(self.queue):  # file annotation is idle
+                self._write_directories()
 
     async def _may_go_on(self, model: ModelAnnotator) -> bool:
         """False when the endpoint cannot be used now; a server waits out an open circuit."""

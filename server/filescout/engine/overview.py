@@ -36,7 +36,8 @@ from pathlib import Path
 from filescout.core.errors import InvalidParams
 from filescout.engine.prompt import CHARS_PER_TOKEN, HEADING_SHARE, estimate_tokens, one_line
 from filescout.index import Index
-from filescout.index.overview import FileFacts, OverviewReads
+from filescout.index.directory_summaries import directory_keys
+from filescout.index.overview import FileFacts, OverviewReads, WorkspaceFacts
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.importance import importance
 
@@ -104,7 +105,10 @@ class Node:
     tags: tuple[tuple[str, int], ...] = ()
     """A directory's most common tags with how many files carry each, most first."""
     summary: str | None = None
-    """A directory's rolled-up line, once made."""
+    """A directory's line, once made."""
+    written: str | None = None
+    """A directory's summary as a model wrote it for what the directory holds now, if it has one
+    (`index.directory_summaries`): its line says that instead of what is rolled up."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +251,7 @@ def directory_summary(node: Node) -> str:
         languages = list(main_languages(node))
         count = f"{node.files} file" + ("" if node.files == 1 else "s")
         facts = f"({', '.join([*languages, count])})"
-        what = purpose(node)
+        what = _shorten(one_line(node.written), SUMMARY_CHARS) if node.written else purpose(node)
         node.summary = f"{what} {facts}" if what else facts
     return node.summary
 
@@ -456,6 +460,8 @@ def focus_lifts(ranked: Sequence[tuple[str, float]], root: Node) -> dict[str, fl
 class _Kept:
     version: tuple[object, int]
     tree: Node
+    annotator: str | None = None
+    """Whose directory summaries the tree shows."""
 
 
 def leaves(tree: Node) -> Iterator[Node]:
@@ -487,10 +493,23 @@ def directories(tree: Node) -> Iterator[Node]:
             stack.extend(node.children)
 
 
+def written_summaries(tree: Node, keys: Mapping[str, str], written: Mapping[str, str]) -> int:
+    """Give each directory of the tree the model's summary of its current key (`keys`: directory
+    path -> key; `written`: key -> summary), if there is one; how many got one."""
+    given = 0
+    for directory in directories(tree):
+        summary = written.get(keys.get(directory.path, ""))
+        if summary:
+            directory.written, directory.summary = summary, None
+            given += 1
+    return given
+
+
 def scoped_tree(tree: Node, scope: PathFilter) -> Node:
     """The tree of the files `scope` keeps, with the importances they have in the whole. A
-    directory all of whose files are kept has the tags it has in the whole; one partly kept, those
-    of its wholly kept subdirectories (its files' own tags are let go, `without_tags`)."""
+    directory all of whose files are kept has the tags (and the model's summary) it has in the
+    whole; one partly kept, those of its wholly kept subdirectories (its files' own tags are let
+    go, `without_tags`)."""
     kept = [node for node in leaves(tree) if scope.matches(node.path)]
     files = sorted((node.file for node in kept if node.file is not None), key=lambda item: item.path)
     whole = {node.path: node for node in directories(tree)}
@@ -498,7 +517,7 @@ def scoped_tree(tree: Node, scope: PathFilter) -> Node:
     for directory in directories(scoped):
         original = whole.get(directory.path)
         if original is not None and original.files == directory.files:
-            directory.tags = original.tags
+            directory.tags, directory.written = original.tags, original.written
     return scoped
 
 
@@ -507,27 +526,45 @@ class Overviews:
     version is unchanged, and forgets it after KEEP_SECONDS without an overview (at 100K files it
     holds tens of MB)."""
 
-    def __init__(self, root: Path, index: Index) -> None:
+    def __init__(self, root: Path, index: Index, directory_annotator: Callable[[], str | None]) -> None:
         self._root = root
         self._index = index
+        self._directory_annotator = directory_annotator
+        """Whose directory summaries to show (the model's when one is on), or None."""
         self._reads = OverviewReads(index.db)
         self._kept: _Kept | None = None
         self._forget: asyncio.TimerHandle | None = None
 
     async def _current(self) -> _Kept:
         version = await self._reads.version()
+        annotator = self._directory_annotator()
         kept = self._kept
-        if kept is not None and kept.version[0] is version[0] and kept.version[1] == version[1]:
+        if (
+            kept is not None
+            and kept.version[0] is version[0]
+            and kept.version[1] == version[1]
+            and kept.annotator == annotator
+        ):
             return kept
         self._kept = None  # what no longer holds goes before the new one is built
         facts = await self._reads.facts(summary_chars=SUMMARY_CHARS)
 
         # Thousands of files take a while: off the event loop, which goes on serving.
-        kept = await asyncio.to_thread(
-            lambda: _Kept(version, without_tags(build_tree(facts.files, importance(facts))))
-        )
+        tree = await asyncio.to_thread(lambda: without_tags(build_tree(facts.files, importance(facts))))
+        if annotator is not None:
+            await self._give_written(tree, facts, annotator)
+        kept = _Kept(version, tree, annotator)
         self._kept = kept
         return kept
+
+    async def _give_written(self, tree: Node, facts: WorkspaceFacts, annotator: str) -> None:
+        """The model's directory summaries for what each directory holds now."""
+        keys = await asyncio.to_thread(
+            directory_keys, zip((item.path for item in facts.files), facts.hashes, strict=True)
+        )
+        shown = {node.path: keys[node.path] for node in directories(tree) if node.path in keys}
+        found = await self._index.directory_summaries.of(annotator, shown.values())
+        written_summaries(tree, shown, {key: item.summary for key, item in found.items()})
 
     def _keep_for_a_while(self) -> None:
         if self._forget is not None:

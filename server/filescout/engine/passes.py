@@ -332,6 +332,7 @@ class Indexer:
                     raise
                 return None
             self._scheduler.queue([item.path for item in batch.changed], TOUCHED)
+            self._scheduler.files_changed()
             self._scheduler.ensure_draining()
         return batch
 

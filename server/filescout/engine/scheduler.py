@@ -82,7 +82,12 @@ class Scheduler:
 
     @property
     def tasks(self) -> tuple[asyncio.Task[None] | None, ...]:
-        return (self.structural.task, self.model.task)
+        return (self.structural.task, self.model.task, self.model.directory_task)
+
+    def files_changed(self) -> None:
+        """What directories hold may have changed: their summaries are looked at again once
+        file annotation is idle."""
+        self.model.directories_stale = True
 
     async def after_scan(self) -> None:
         """Queue the backlog a scan leaves (replacing the previous one) and what was touched
@@ -92,6 +97,7 @@ class Scheduler:
         if self.model.annotator is not None:
             self.model.queue.clear_background()
             self.model.queue.extend(await self.model.backlog(), BACKGROUND)
+        self.files_changed()
         if self._touched_unindexed:
             found = await self._index.files.existing(self._touched_unindexed)
             self._touched_unindexed.clear()

@@ -95,6 +95,8 @@ async def model_status(
         queued_files=len(worker.queue) + worker.in_flight,
         estimated_tokens_to_finish=estimate,
         estimated_cost_to_finish=cost,
+        directory_summaries=counts.summarized if (counts := worker.directory_counts) is not None else None,
+        directories_waiting=counts.waiting if counts is not None else None,
     )
 
 
@@ -123,4 +125,4 @@ def _model_state(worker: ModelWorker) -> ModelState:
         return "budget_spent"
     if client.breaker.is_open:
         return "unavailable"
-    return "active" if worker.active else "idle"
+    return "active" if worker.active or worker.writing_directories else "idle"

@@ -424,7 +424,7 @@ class Workspace:
             # Imported at the first overview, not at startup, like the relevance stages.
             from filescout.engine.overview import Overviews
 
-            self._overviews = Overviews(self.root, self._index)
+            self._overviews = Overviews(self.root, self._index, lambda: self._scheduler.model.directory_id)
         overviews = self._overviews
         found = await self._guarded(
             lambda: overviews.overview(

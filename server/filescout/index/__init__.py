@@ -12,6 +12,7 @@
     history     the repository's commits: messages and the files they touched
     usage       model calls and tokens per day
     directories what a directory walk listed in each directory, for the next walk
+    directory_summaries  directory summaries a model wrote, by what each directory holds
     meta        small facts about the index itself
 
 Nothing here knows the wire protocol: rooms take and return plain records (`filescout.core.records`).
@@ -27,6 +28,7 @@ from filescout.index.catalogue import Catalogue, FileFilter
 from filescout.index.database import Database, IndexUnusable
 from filescout.index.definitions import DefinitionIndex
 from filescout.index.directories import Directories
+from filescout.index.directory_summaries import DirectorySummaries
 from filescout.index.graph import ImportGraph
 from filescout.index.history import History
 from filescout.index.meta import Meta
@@ -49,6 +51,7 @@ class Index:
         self.history = History(db)
         self.usage = UsageLog(db)
         self.directories = Directories(db)
+        self.directory_summaries = DirectorySummaries(db)
         self.meta = Meta(db)
 
     @classmethod

@@ -45,6 +45,9 @@ class WorkspaceFacts:
     """The newest commit's id (0 without a history): ids grow with each newer commit."""
     access: dict[str, float] = field(default_factory=dict)
     """path -> stored frecency rank (`index.access`)"""
+    hashes: list[str] = field(default_factory=list)
+    """Each file's content hash, in the order of `files`: what directory keys are made from
+    (`index.directory_summaries`); not kept with the files."""
 
 
 class OverviewReads:
@@ -66,11 +69,14 @@ class OverviewReads:
         reader = self._db.reader
         intern = sys.intern
         files: list[FileFacts] = []
+        hashes: list[str] = []
         async with reader.execute(
-            "SELECT path, kind, language, substr(summary, 1, ?), tags, skip_reason FROM files ORDER BY path",
+            "SELECT path, kind, language, substr(summary, 1, ?), tags, skip_reason, hash FROM files "
+            "ORDER BY path",
             (summary_chars,),
         ) as cursor:
             while rows := await cursor.fetchmany(CHUNK):
+                hashes += [str(row[6]) for row in rows]
                 files += [
                     FileFacts(
                         str(path),
@@ -79,7 +85,7 @@ class OverviewReads:
                         summary or (SKIPPED_SUMMARIES.get(skip, "") if skip else ""),
                         tuple(intern(tag) for tag in _decode_list(tags)) if tags != "[]" else (),
                     )
-                    for path, kind, language, summary, tags, skip in rows
+                    for path, kind, language, summary, tags, skip, _ in rows
                 ]
         imports = await reader.execute_fetchall(
             "SELECT f.path, k.key FROM import_keys AS k JOIN files AS f ON f.id = k.file_id"
@@ -96,4 +102,5 @@ class OverviewReads:
             changes={str(path): (int(count), int(last)) for path, count, last in changes},
             newest_commit=int(newest),
             access={str(path): float(rank) for path, rank in access},
+            hashes=hashes,
         )

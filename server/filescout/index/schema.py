@@ -4,7 +4,7 @@ some of these tables; the history stays in one place because a version is one st
 from __future__ import annotations
 
 APPLICATION_ID = 0x46534354  # "FSCT": marks a SQLite file as a filescout index
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -148,6 +148,18 @@ MIGRATIONS: dict[int, str] = {
         ignore_digest TEXT NOT NULL,
         files TEXT NOT NULL,
         subdirs TEXT NOT NULL
+    ) WITHOUT ROWID;
+    """,
+    10: """
+    CREATE TABLE directory_summaries (
+        key TEXT NOT NULL,
+        annotator TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        tags TEXT NOT NULL,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (key, annotator)
     ) WITHOUT ROWID;
     """,
 }
