@@ -15,6 +15,7 @@ import pathspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from filescout.core.errors import InvalidParams
 from filescout.engine.settings import load_settings
@@ -243,8 +244,9 @@ def test_a_glob_that_is_no_pattern_is_refused_naming_it(tmp_path: Path, glob: st
         PathFilter.build(tmp_path, ["*.py", glob], [])
 
 
-# Globs as getFiles has always read them: pathspec's GitIgnoreSpec with Python's `re` (backtracking,
-# so kept to short patterns here). Newlines are left out: RE2 lets `.` match one, as git does.
+# Globs as getFiles reads them: pathspec's PathSpec of gitignore patterns with Python's `re`
+# (backtracking, so kept to short patterns here): the last pattern naming the path or a directory
+# above it decides. Newlines are left out: RE2 lets `.` match one, as git does.
 GLOB_ATOMS = ["a", "b", "ab", "*", "?", "**", "/", "[ab]", "[!a]", ".py", "x", "\\*", " "]
 PATH_ATOMS = ["a", "b", "x", ".py", "ab", "*", " "]
 glob_lists = st.lists(
@@ -267,12 +269,30 @@ paths = st.lists(
 
 @settings(max_examples=400, deadline=None)
 @given(glob_lists, st.lists(paths, min_size=1, max_size=20))
-def test_globs_match_what_they_matched_before(globs: list[str], candidates: list[str]) -> None:
+def test_globs_match_the_reference_path_for_path(globs: list[str], candidates: list[str]) -> None:
     try:
-        before = pathspec.GitIgnoreSpec.from_lines(globs, backend="simple")
+        before = pathspec.PathSpec.from_lines(GitIgnoreSpecPattern, globs, backend="simple")
     except ValueError:  # not a pattern (`!/`): refused then, refused now
         with pytest.raises(InvalidPattern):
             Globs(globs)
         return
     now = Globs(globs)
     assert [now.match(path) for path in candidates] == [before.match_file(path) for path in candidates]
+
+
+@pytest.mark.parametrize(
+    ("globs", "kept"),
+    [
+        (["*.py", "!tests/"], ["src/a.py"]),  # the example the docs and the tools' schemas give
+        (["!tests/"], ["src/a.py", "README.md"]),
+        (["!tests"], ["src/a.py", "README.md"]),
+        (["tests/", "!tests/keep.py"], ["tests/test_cart.py"]),
+        (["!tests/", "tests/keep.py"], ["tests/keep.py"]),  # with an inclusion, nothing else is included
+    ],
+)
+def test_the_last_pattern_naming_a_path_or_a_directory_above_it_decides(
+    tmp_path: Path, globs: list[str], kept: list[str]
+) -> None:
+    scope = PathFilter.build(tmp_path, globs, [])
+    candidates = ["tests/test_cart.py", "src/a.py", "tests/keep.py", "README.md"]
+    assert [path for path in candidates if scope.matches(path)] == sorted(kept, key=candidates.index)

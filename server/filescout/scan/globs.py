@@ -12,8 +12,9 @@ Two readings of a list:
   business (it inherits the entry's verdict, see `filescout.scan.ignore`). Where pathspec's regex
   says otherwise than git, git wins: a bracket expression never matches `/`, and `X/**/` names
   the directories below X, not X;
-- `Globs`, as getFiles has always read them (pathspec's `GitIgnoreSpec`): a path matches when
-  the last pattern naming it or one of its directories keeps it.
+- `Globs`, as getFiles reads them: a path matches when the last pattern naming it or one of its
+  directories keeps it (pathspec's `PathSpec` of gitignore patterns, not its `GitIgnoreSpec`,
+  which lets a pattern naming the file itself win over a later one naming its directory).
 """
 
 from __future__ import annotations
@@ -265,48 +266,42 @@ class EntryPatterns:
 
 @dataclass(frozen=True, slots=True)
 class _Variant:
+    """One way a pattern names a path (as the path itself, or as a directory above it)."""
+
     pattern: int
     excludes: bool
-    below: bool
-    """Matched as a directory above the path rather than as the path itself."""
 
 
 class Globs:
     """A list of patterns as getFiles reads it (see the module): identical, path for path, to
-    pathspec's `GitIgnoreSpec.match_file`, in linear time. Raises InvalidPattern for a pattern
-    RE2 cannot run."""
+    pathspec's `PathSpec.match_file` with gitignore patterns, in linear time. Raises
+    InvalidPattern for a pattern RE2 cannot run."""
 
     def __init__(self, lines: Sequence[str]) -> None:
         self._variants: list[_Variant] = []
         regexes: list[tuple[int, str]] = []
         for pattern in parse(lines, strict=True):
-            for regex, below in _variants(pattern.regex):
+            for regex in _variants(pattern.regex):
                 regexes.append((len(self._variants), regex))
-                self._variants.append(_Variant(pattern.position, pattern.excludes, below))
+                self._variants.append(_Variant(pattern.position, pattern.excludes))
         self._set = RegexSet(regexes)
         if self._set.refused:
             key = min(self._set.refused)
             raise InvalidPattern(self._variants[key].pattern, _refusal(dict(regexes)[key]))
 
     def match(self, path: str) -> bool:
-        """Whether the last pattern naming `path` itself keeps it; when none does, whether the
-        last one naming a directory above it does."""
-        last_itself = last_above = -1
-        for key in self._set.matching(path):
-            variant = self._variants[key]
-            if variant.below:
-                last_above = max(last_above, key)
-            else:
-                last_itself = max(last_itself, key)
-        deciding = last_itself if last_itself >= 0 else last_above
-        return deciding >= 0 and self._variants[deciding].excludes
+        """Whether the last pattern naming `path` or a directory above it keeps it: `*.py`
+        then `!tests/` leaves out tests/test_cart.py, as anyone reading the list expects (git's
+        ignore files let a pattern naming the file itself win, which would keep it)."""
+        matching = self._set.matching(path)
+        return bool(matching) and self._variants[max(matching)].excludes
 
 
-def _variants(regex: str) -> list[tuple[str, bool]]:
+def _variants(regex: str) -> list[str]:
     """The ways a pattern can name a path: as the path itself, or as a directory above it."""
     if regex.endswith(DIR_MARK_OPTIONAL):
         base = regex[: -len(DIR_MARK_OPTIONAL)]
-        return [(base + "$", False), (base + "/", True)]
+        return [base + "$", base + "/"]
     if DIR_MARK in regex:
-        return [(regex.replace(DIR_MARK, "/"), True)]
-    return [(regex, False)]
+        return [regex.replace(DIR_MARK, "/")]
+    return [regex]
