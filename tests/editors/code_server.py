@@ -24,7 +24,8 @@ from pathlib import Path
 VERSION = "4.100.3"  # VS Code 1.100.3; the newest code-server whose engines.node accepts Node 20
 NODE_MAJOR = 20
 REPO = Path(__file__).resolve().parents[2]
-EXTENSION_SOURCE = REPO / "editor-clients" / "vscode"
+# The extension to test: this checkout's, or another build's (FILESCOUT_EXTENSION_SOURCE names its folder).
+EXTENSION_SOURCE = Path(os.environ.get("FILESCOUT_EXTENSION_SOURCE") or REPO / "editor-clients" / "vscode")
 CHROMIUM = os.environ.get("FILESCOUT_CHROMIUM", "/usr/bin/chromium")
 # VS Code's native modules; their prebuilt downloads fail here, so they build from source.
 NATIVE_MODULES = (
@@ -196,8 +197,9 @@ def build_vsix(destination: Path) -> Path:
     return destination
 
 
-def build_probe_vsix(destination: Path) -> Path:
-    """The test-only extension in probe/, which depends on filescout and uses its API and tool."""
+def build_probe_vsix(destination: Path, source: str = "probe") -> Path:
+    """A test-only extension: probe/, which depends on filescout and uses its API and tool, or
+    another folder next to it (`source`)."""
     _run(
         [
             "npx",
@@ -210,7 +212,7 @@ def build_probe_vsix(destination: Path) -> Path:
             "-o",
             destination,
         ],
-        Path(__file__).resolve().parent / "probe",
+        Path(__file__).resolve().parent / source,
         destination.with_suffix(".log"),
         timeout=600,
     )

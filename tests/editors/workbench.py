@@ -87,6 +87,7 @@ class Workbench:
     def hover_text(self, pattern: str, timeout: float = 10) -> str:
         """The tooltip of the status bar entry whose text matches `pattern`, as shown on hover."""
         entry = self.page.locator(STATUS_BAR).filter(has_text=re.compile(pattern)).first
+        self.page.mouse.move(0, 0)  # a hover shows again only once the pointer has left
         entry.hover()
         hover = self.page.locator(".monaco-hover, .workbench-hover").first
         return wait_until(

@@ -3,6 +3,8 @@
 // get from `activate`. Everything that talks to the server goes through client.ts; chats find
 // files through relevantFiles.ts.
 
+import { execFile } from "child_process";
+import * as fs from "fs";
 import * as path from "path";
 import * as vscode from "vscode";
 import {
@@ -10,6 +12,7 @@ import {
   DidChangeConfigurationNotification,
   ErrorAction,
   LanguageClient,
+  LogMessageNotification,
   LanguageClientOptions,
   RevealOutputChannelOn,
   ServerOptions,
@@ -21,8 +24,19 @@ import {
 } from "vscode-languageclient/node";
 import { FilescoutApi, WorkspaceRef, createFilescoutApi } from "./api";
 import { FilescoutClient, RelevanceView } from "./client";
-import { FolderState, quickPickFields, reindexMessage, startFailure, statusBarEntry, statusMessage } from "./messages";
-import { IndexStatus, Methods, RelevantItem, Settings } from "./protocol";
+import {
+  FolderState,
+  READER_SETTINGS,
+  describeProcess,
+  quickPickFields,
+  readerReindexMessage,
+  readerSettingsMessage,
+  reindexMessage,
+  startFailure,
+  statusBarEntry,
+  statusMessage,
+} from "./messages";
+import { IndexStatus, Methods, RelevantItem, Settings, StatusResult } from "./protocol";
 import {
   CancelledError,
   NoServerError,
@@ -34,6 +48,18 @@ import {
   invokeFindRelevantFilesTool,
 } from "./relevantFiles";
 import { findBundledServer } from "./bundledServer";
+import { OVERVIEW_TOOL_NAME } from "./overview";
+import { OverviewServer, overviewTool, withOverviewCommand } from "./overviewChat";
+import {
+  SEARCH_ORDER,
+  ServerCommand,
+  installCommands,
+  locateServer,
+  offlineSteps,
+  pythonOf,
+  shellLine,
+  systemPython,
+} from "./serverLocation";
 import { API_KEY_SECRET, configurationChange, serverSettings } from "./settings";
 
 /** Settings that change how the server starts: a change restarts the folder's server. */
@@ -47,10 +73,15 @@ interface Workspace extends FolderState {
   /** Settled once the server runs or has failed to start. */
   ready: Promise<void>;
   output: vscode.OutputChannel;
-  /** The index had never been built when the server started: show its progress as a notification. */
+  /** The index had never been built when the server started: show its progress as a notification
+   * (undefined until the server's status says). */
   firstIndex?: boolean;
+  /** A pass has ended since the server started. */
+  indexedOnce?: boolean;
   /** The user asked for a reindex: show its progress as a notification. */
   reindexing?: boolean;
+  /** Where the server was found (ServerCommand.source). */
+  source?: string;
 }
 
 const workspaces = new Map<string, Workspace>();
@@ -107,18 +138,44 @@ async function sendSettings(workspace: Workspace): Promise<void> {
   }
 }
 
-function serverCommand(folder: vscode.WorkspaceFolder): { command: string; args: string[] } {
+/** Where the extension installs filescout when the user asks it to (its global storage). */
+let privateEnvironment: string | undefined;
+
+/** The interpreter the Python extension selected for the folder, when that extension is installed. */
+async function pythonInterpreter(folder: vscode.WorkspaceFolder): Promise<string | undefined> {
+  const python = vscode.extensions.getExtension("ms-python.python");
+  if (!python) {
+    return undefined;
+  }
+  try {
+    const activated = python.isActive ? Promise.resolve(python.exports) : python.activate();
+    const api = await Promise.race([activated, new Promise((resolve) => setTimeout(() => resolve(undefined), 10_000))]);
+    const environment = (api as { environments?: { getActiveEnvironmentPath?(resource?: vscode.Uri): { path?: string } } } | undefined)
+      ?.environments?.getActiveEnvironmentPath?.(folder.uri);
+    const found = environment?.path;
+    if (!found) {
+      return undefined;
+    }
+    return fs.statSync(found).isDirectory() ? pythonOf(found) : found;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The server for the folder: the settings, else the first one found (see SEARCH_ORDER). A
+ * platform's VSIX carries a server (scripts/build-platform-vsix.py); the universal one does not. */
+async function serverCommand(folder: vscode.WorkspaceFolder): Promise<ServerCommand | undefined> {
   const config = vscode.workspace.getConfiguration("filescout", folder);
-  const explicit = config.get<string[]>("serverCommand", []);
-  if (explicit.length > 0) {
-    return { command: explicit[0], args: explicit.slice(1) };
-  }
-  const python = config.get<string>("pythonPath", "");
-  if (python) {
-    return { command: python, args: ["-m", "filescout", "serve"] };
-  }
-  // A platform's VSIX carries the server (scripts/build-platform-vsix.py); the universal one does not.
-  return findBundledServer() ?? { command: "filescout", args: ["serve"] };
+  const serverCommand = config.get<string[]>("serverCommand", []);
+  const pythonPath = config.get<string>("pythonPath", "");
+  const explicit = serverCommand.length > 0 || pythonPath !== "";
+  return locateServer({
+    serverCommand,
+    pythonPath,
+    bundled: explicit ? undefined : findBundledServer(),
+    pythonInterpreter: explicit ? undefined : await pythonInterpreter(folder),
+    privateEnvironment,
+  });
 }
 
 /** Starts the folder's server without waiting for it: activation never waits on a server or a toast. */
@@ -135,7 +192,18 @@ function start(folder: vscode.WorkspaceFolder): Workspace {
 
 async function run(workspace: Workspace): Promise<void> {
   const { folder, output } = workspace;
-  const { command, args } = serverCommand(folder);
+  const found = await serverCommand(folder);
+  if (!found) {
+    workspace.state = "failed";
+    workspace.failure = NOT_FOUND;
+    output.appendLine(`filescout: no server found for ${folder.name}; looked at, in order: ${SEARCH_ORDER.join("; ")}.`);
+    updateStatusBar();
+    void reportFailure([workspace], true);
+    return;
+  }
+  const { command, args } = found;
+  workspace.source = found.source;
+  output.appendLine(`filescout: starting ${shellLine(found)} (from ${found.source}) for ${folder.name}`);
   const serverOptions: ServerOptions = { command, args, options: { cwd: folder.uri.fsPath } };
   let restarts: number[] = [];
   const clientOptions: LanguageClientOptions = {
@@ -176,8 +244,18 @@ async function run(workspace: Workspace): Promise<void> {
   language.onRequest(WorkDoneProgressCreateRequest.type, ({ token }) => {
     trackProgress(workspace, language, token);
   });
+  // The output shows the server's stderr, its whole log (with what comes before `initialized`,
+  // the libraries' warnings and tracebacks); `window/logMessage` repeats filescout's lines of it.
+  language.onNotification(LogMessageNotification.type, () => undefined);
   language.onNotification(Methods.status, (status: IndexStatus) => {
+    if (workspace.firstIndex === undefined && status.phase === "scanning" && !workspace.indexedOnce) {
+      // The first pass's start, which may come before the answer to the status asked below.
+      workspace.firstIndex = status.files === 0;
+    }
     workspace.status = status;
+    if (workspace.reader) {
+      void refreshRole(workspace); // a reader takes over once the other process exits
+    }
     updateStatusBar();
   });
   try {
@@ -196,13 +274,74 @@ async function run(workspace: Workspace): Promise<void> {
   updateStatusBar();
   try {
     const status = await workspace.client.status();
-    workspace.reader = status.role === "reader";
-    workspace.firstIndex = status.lastScan === null;
+    workspace.firstIndex ??= status.lastScan === null && !workspace.indexedOnce;
     workspace.status ??= { phase: status.phase, files: status.files, annotated: status.byStatus["annotated"] ?? 0, pending: status.queued ?? 0 };
+    noteRole(workspace, status);
     updateStatusBar();
+    if (workspace.reader) {
+      warnReaderSettings(workspace, READER_SETTINGS.filter((setting) => isSet(folder, setting)));
+    }
   } catch {
     // The status notifications will tell.
   }
+}
+
+/** The failure of a folder for which no server was found anywhere. */
+const NOT_FOUND = "no filescout server was found";
+
+function noteRole(workspace: Workspace, status: StatusResult): void {
+  workspace.reader = status.role === "reader";
+  workspace.writer = workspace.reader ? describeProcess(status.writerPid ?? undefined, readCommandLine(status.writerPid)) : undefined;
+}
+
+/** The command line of a local process (Linux's /proc), to name the process that indexes. */
+function readCommandLine(pid: number | null | undefined): string[] | undefined {
+  if (!pid || process.platform !== "linux") {
+    return undefined;
+  }
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+  } catch {
+    return undefined;
+  }
+}
+
+const refreshing = new WeakSet<Workspace>();
+
+async function refreshRole(workspace: Workspace): Promise<void> {
+  if (refreshing.has(workspace) || !workspace.client) {
+    return;
+  }
+  refreshing.add(workspace);
+  try {
+    noteRole(workspace, await workspace.client.status());
+    updateStatusBar();
+  } catch {
+    // The next notification tries again.
+  } finally {
+    refreshing.delete(workspace);
+  }
+}
+
+/** Whether a `filescout.*` setting differs from its default for the folder. */
+function isSet(folder: vscode.WorkspaceFolder, setting: string): boolean {
+  const inspected = vscode.workspace.getConfiguration("filescout", folder).inspect(setting);
+  const value = inspected?.workspaceFolderValue ?? inspected?.workspaceValue ?? inspected?.globalValue;
+  return value !== undefined && JSON.stringify(value) !== JSON.stringify(inspected?.defaultValue);
+}
+
+/** Settings that decide what the index holds cannot apply while another process writes it: say so. */
+function warnReaderSettings(workspace: Workspace, settings: string[]): void {
+  if (settings.length === 0) {
+    return;
+  }
+  void vscode.window
+    .showWarningMessage(readerSettingsMessage(workspace.name, settings, workspace.writer), "Show Index Status")
+    .then((choice) => {
+      if (choice === "Show Index Status") {
+        void vscode.commands.executeCommand("filescout.showIndexStatus");
+      }
+    });
 }
 
 /** Failures reported once: one notification for the folders that failed the same way. */
@@ -221,10 +360,19 @@ async function reportFailure(failed: Workspace[], notFound: boolean): Promise<vo
   const names = failed.map((workspace) => workspace.name);
   const others = [...workspaces.values()].filter((workspace) => workspace.failure === why).map((w) => w.name);
   const folders = [...new Set([...names, ...others])].join(", ");
-  const actions = notFound ? ["Open Settings", "How to Install"] : ["Open Settings", "Show Output"];
+  const nowhere = why === NOT_FOUND;
+  const actions = nowhere
+    ? ["Install filescout", "How to Install", "Open Settings"]
+    : notFound
+      ? ["Open Settings", "How to Install"]
+      : ["Open Settings", "Show Output"];
   const choice = await vscode.window.showErrorMessage(
     `filescout is not running for ${folders}: ${why}.` +
-      (notFound ? " Set filescout.serverCommand to your filescout." : ""),
+      (nowhere
+        ? " Install it into a private environment of this extension, or yourself (How to Install)."
+        : notFound
+          ? " Set filescout.serverCommand to your filescout."
+          : ""),
     ...actions,
   );
   reported.delete(key);
@@ -233,13 +381,89 @@ async function reportFailure(failed: Workspace[], notFound: boolean): Promise<vo
   } else if (choice === "Show Output") {
     failed[0].output.show(true);
   } else if (choice === "How to Install") {
-    const output = failed[0].output;
-    output.appendLine("");
-    output.appendLine("filescout is installed from its source (it is not on a package index yet):");
-    output.appendLine("  python3 -m pip install --user /path/to/filescout   (or: pipx install /path/to/filescout)");
-    output.appendLine('then set "filescout.serverCommand" to ["/path/to/the/installed/filescout", "serve"] if it is');
-    output.appendLine("not on the PATH the editor sees. The server restarts as soon as the setting changes.");
-    output.show(true);
+    showInstallHelp(failed[0].output);
+  } else if (choice === "Install filescout") {
+    void installPrivately(failed[0].output);
+  }
+}
+
+/** How to get a server: the ways to install filescout, where the extension looks, what to do offline. */
+function showInstallHelp(output: vscode.OutputChannel): void {
+  const environment = privateEnvironment ?? "<the extension's storage>/venv";
+  output.appendLine("");
+  output.appendLine("filescout's server was not found. Install it one of these ways:");
+  output.appendLine("  pipx install filescout");
+  output.appendLine("  uv tool install filescout");
+  output.appendLine("  python3 -m pip install --user filescout");
+  output.appendLine("or run \"filescout: Install Server\", which runs:");
+  for (const step of installCommands(systemPython() ?? "python3", environment)) {
+    output.appendLine(`  ${shellLine(step)}`);
+  }
+  for (const line of offlineSteps(environment)) {
+    output.appendLine(line);
+  }
+  output.appendLine(`Where the extension looks, in order: ${SEARCH_ORDER.join("; ")}.`);
+  output.appendLine('Then run "filescout: Restart Server" (no reload needed).');
+  output.show(true);
+}
+
+let installing: Promise<void> | undefined;
+
+/** `python3 -m venv` and `pip install filescout` into the extension's global storage, each command
+ * shown in the output; the folders without a server start once it is there. */
+function installPrivately(output: vscode.OutputChannel): Promise<void> {
+  installing ??= Promise.resolve(
+    vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: "filescout: installing the server" },
+      async (progress) => {
+        const environment = privateEnvironment;
+        const python = systemPython();
+        if (!environment || !python) {
+          throw new Error(python ? "the extension has no storage folder" : "no python3 was found on the PATH");
+        }
+        output.show(true);
+        output.appendLine("");
+        for (const step of installCommands(python, environment)) {
+          progress.report({ message: shellLine(step) });
+          output.appendLine(`$ ${shellLine(step)}`);
+          await runShown(step, output);
+        }
+      },
+    ),
+  )
+    .then(
+      () => {
+        void vscode.window.showInformationMessage("filescout: the server is installed; starting it.");
+        restartAll((workspace) => workspace.failure === NOT_FOUND);
+      },
+      (error: unknown) => {
+        for (const line of ["", `The install failed: ${errorText(error)}`, ...offlineSteps(privateEnvironment ?? "venv")]) {
+          output.appendLine(line);
+        }
+        void vscode.window.showErrorMessage(`filescout: installing the server failed: ${errorText(error)}. The output says what to do.`, "Show Output").then(
+          (choice) => choice && output.show(true),
+        );
+      },
+    )
+    .then(() => {
+      installing = undefined;
+    });
+  return installing ?? Promise.resolve();
+}
+
+function runShown(step: { command: string; args: string[] }, output: vscode.OutputChannel): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(step.command, step.args, { maxBuffer: 64 * 1024 * 1024 }, (error) => (error ? reject(error) : resolve()));
+    child.stdout?.on("data", (data: Buffer | string) => output.append(data.toString()));
+    child.stderr?.on("data", (data: Buffer | string) => output.append(data.toString()));
+  });
+}
+
+/** Restarts the servers of the folders `which` picks (all by default), finding the server again. */
+function restartAll(which: (workspace: Workspace) => boolean = () => true): void {
+  reported.clear();
+  for (const workspace of [...workspaces.values()].filter(which)) {
+    void restart(workspace);
   }
 }
 
@@ -253,15 +477,23 @@ function trackProgress(workspace: Workspace, language: LanguageClient, token: st
   const subscription = language.onProgress(WorkDoneProgress.type, token, (value) => {
     if (value.kind === "begin") {
       const begin = value as WorkDoneProgressBegin;
+      workspace.note = undefined;
       workspace.progress = progressLine(begin.title, begin.message);
       updateStatusBar();
-      if (workspace.firstIndex || workspace.reindexing) {
-        workspace.firstIndex = false;
-        // Only work that lasts gets a notification: a small folder is indexed before it would show.
-        setTimeout(() => {
-          if (ended) {
-            return;
-          }
+      // Only work that lasts gets a notification: a small folder is indexed before it would show.
+      // Whether this is the first index is known once the status asked at start has come back,
+      // which may be after the pass began: until then, look again.
+      const notify = (): void => {
+        const current = workspaces.get(workspace.folder.uri.toString()) === workspace;
+        if (ended || !current || workspace.state === "failed" || workspace.state === "stopped") {
+          return;
+        }
+        if (workspace.firstIndex === undefined && !workspace.reindexing) {
+          setTimeout(notify, 250);
+          return;
+        }
+        if (workspace.firstIndex || workspace.reindexing) {
+          workspace.firstIndex = false;
           void vscode.window.withProgress(
           {
             location: vscode.ProgressLocation.Notification,
@@ -277,8 +509,9 @@ function trackProgress(workspace: Workspace, language: LanguageClient, token: st
               });
             }),
           );
-        }, NOTIFY_AFTER_MS);
-      }
+        }
+      };
+      setTimeout(notify, NOTIFY_AFTER_MS);
     } else if (value.kind === "report") {
       const update = value as WorkDoneProgressReport;
       workspace.progress = progressLine(undefined, update.message) ?? workspace.progress;
@@ -288,7 +521,11 @@ function trackProgress(workspace: Workspace, language: LanguageClient, token: st
       updateStatusBar();
     } else {
       ended = true;
+      workspace.indexedOnce = true;
+      workspace.firstIndex = false;
       workspace.progress = undefined;
+      const message = (value as { message?: string }).message ?? "";
+      workspace.note = /cancelled/i.test(message) && workspace.state === "running" ? "indexing cancelled" : undefined;
       finish?.();
       subscription.dispose();
       updateStatusBar();
@@ -348,15 +585,19 @@ async function pickWorkspace(purpose: string): Promise<Workspace | undefined> {
 
 /** What to do about a folder whose server is not running. */
 async function showStatusDetails(workspace: Workspace): Promise<void> {
+  const nowhere = workspace.failure === NOT_FOUND;
   const choice = await vscode.window.showWarningMessage(
     `filescout is not running for ${workspace.name}: ${workspace.failure ?? "it stopped"}.`,
-    "Open Settings",
-    "Show Output",
+    ...(nowhere ? ["Install filescout", "How to Install", "Open Settings"] : ["Open Settings", "Show Output"]),
   );
   if (choice === "Open Settings") {
     void vscode.commands.executeCommand("workbench.action.openSettings", "filescout.serverCommand");
   } else if (choice === "Show Output") {
     workspace.output.show(true);
+  } else if (choice === "How to Install") {
+    showInstallHelp(workspace.output);
+  } else if (choice === "Install filescout") {
+    void installPrivately(workspace.output);
   }
 }
 
@@ -447,6 +688,11 @@ async function findRelevantFilesCommand(): Promise<void> {
   }
 }
 
+function pidIn(text: string): number | undefined {
+  const match = /pid (\d+)/.exec(text);
+  return match ? Number(match[1]) : undefined;
+}
+
 function errorText(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).replace(/^(Error: )?(filescout: )?/, "");
 }
@@ -460,15 +706,17 @@ async function reindexWorkspace(): Promise<void> {
   workspace.reindexing = true;
   try {
     const result = await client.reindex();
+    workspace.note = undefined;
+    updateStatusBar();
     void vscode.window.showInformationMessage(reindexMessage(workspace.name, result));
   } catch (error) {
     const text = errorText(error);
-    void vscode.window.showErrorMessage(
-      /another filescout process/.test(text)
-        ? `filescout: ${workspace.name} is indexed by another filescout process (an editor window or \`filescout\` ` +
-            "command on the same folder); it reindexes there. Close that one to index from this window."
-        : `filescout: reindexing ${workspace.name} failed: ${text}`,
-    );
+    if (/another filescout process/.test(text)) {
+      await refreshRole(workspace);
+      void vscode.window.showWarningMessage(readerReindexMessage(workspace.name, workspace.writer ?? describeProcess(pidIn(text))));
+    } else {
+      void vscode.window.showErrorMessage(`filescout: reindexing ${workspace.name} failed: ${text}`);
+    }
   } finally {
     workspace.reindexing = false;
   }
@@ -487,7 +735,10 @@ async function showIndexStatus(): Promise<void> {
     return;
   }
   try {
-    void vscode.window.showInformationMessage(statusMessage(workspace.name, await client.status()));
+    const status = await client.status();
+    noteRole(workspace, status);
+    updateStatusBar();
+    void vscode.window.showInformationMessage(statusMessage(workspace.name, status, workspace.writer, workspace.note));
   } catch (error) {
     void vscode.window.showErrorMessage(`filescout (${workspace.name}): ${errorText(error)}`);
   }
@@ -624,6 +875,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Filesc
   statusItem.name = "filescout";
   statusItem.command = "filescout.showIndexStatus";
   const log = vscode.window.createOutputChannel("filescout");
+  privateEnvironment = path.join(context.globalStorageUri.fsPath, "venv");
   storedApiKey = await readStoredApiKey(context.secrets, log);
   context.subscriptions.push(
     log,
@@ -633,6 +885,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Filesc
     vscode.commands.registerCommand("filescout.findRelevantFiles", findRelevantFilesCommand),
     vscode.commands.registerCommand("filescout.showIndexStatus", showIndexStatus),
     vscode.commands.registerCommand("filescout.setApiKey", () => setApiKey(context.secrets)),
+    vscode.commands.registerCommand("filescout.restartServer", () => restartAll()),
+    vscode.commands.registerCommand("filescout.installServer", () => installPrivately(log)),
     context.secrets.onDidChange((event) => onSecretChange(context.secrets, log, event)),
     vscode.workspace.onDidChangeWorkspaceFolders((event) => {
       for (const folder of event.removed) {
@@ -650,21 +904,60 @@ export async function activate(context: vscode.ExtensionContext): Promise<Filesc
           void restart(workspace);
         } else if (event.affectsConfiguration("filescout", workspace.folder)) {
           await sendSettings(workspace);
+          if (workspace.reader) {
+            warnReaderSettings(
+              workspace,
+              READER_SETTINGS.filter((setting) => event.affectsConfiguration(`filescout.${setting}`, workspace.folder)),
+            );
+          }
         }
       }
     }),
   );
+  // The overview (#filescout-overview, @filescout /overview) asks the chat's folder's server.
+  const overviewServer = async (): Promise<OverviewServer> => {
+    const client = await clientFor();
+    const workspace = [...workspaces.values()].find((candidate) => candidate.client === client);
+    if (!workspace?.language) {
+      throw new NoServerError();
+    }
+    return { connection: workspace.language, folder: workspace.folder.uri, name: workspace.name };
+  };
   if (vscode.chat?.createChatParticipant) {
-    const participant = vscode.chat.createChatParticipant("filescout.files", chatHandler);
+    const participant = vscode.chat.createChatParticipant("filescout.files", withOverviewCommand(chatHandler, overviewServer));
     participant.iconPath = new vscode.ThemeIcon("search");
     context.subscriptions.push(participant);
   }
   if (vscode.lm?.registerTool) {
     context.subscriptions.push(vscode.lm.registerTool(TOOL_NAME, findRelevantFilesTool));
+    context.subscriptions.push(vscode.lm.registerTool(OVERVIEW_TOOL_NAME, overviewTool(overviewServer)));
   }
+  followPythonInterpreter(context);
   (vscode.workspace.workspaceFolders ?? []).forEach(start);
   updateStatusBar();
   return createFilescoutApi(clientFor);
+}
+
+/** When the Python extension's selected interpreter changes, the folders whose server came from it,
+ * or that have none, look again. */
+function followPythonInterpreter(context: vscode.ExtensionContext): void {
+  const python = vscode.extensions.getExtension("ms-python.python");
+  if (!python) {
+    return;
+  }
+  void Promise.resolve(python.isActive ? python.exports : python.activate()).then(
+    (api: { environments?: { onDidChangeActiveEnvironmentPath?: vscode.Event<unknown> } } | undefined) => {
+      const changed = api?.environments?.onDidChangeActiveEnvironmentPath;
+      if (changed) {
+        context.subscriptions.push(
+          changed(() =>
+            restartAll((workspace) => workspace.failure === NOT_FOUND || workspace.source === "the Python extension's interpreter"),
+          ),
+        );
+      }
+    },
+    () => undefined,
+  );
 }
 
 /** A new server with the changed start settings; the old one stops first. */

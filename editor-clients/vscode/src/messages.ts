@@ -15,6 +15,48 @@ export interface FolderState {
   progress?: string;
   /** Another filescout process writes this folder's index; this window's server only reads it. */
   reader?: boolean;
+  /** That process, as describeProcess names it. */
+  writer?: string;
+  /** What the last indexing pass left undone, e.g. that the user cancelled it. */
+  note?: string;
+}
+
+/** The settings that decide what the index holds: only the process that writes it applies them. */
+export const READER_SETTINGS = ["exclude", "include", "maxFileSize"];
+
+/** The process that writes a folder's index, for the user: its pid and, when known, its command
+ * from `filescout` on (`filescout serve`, `filescout index .`), which says what it is. */
+export function describeProcess(pid: number | undefined, commandLine?: string[]): string {
+  const at = commandLine?.findIndex((part, index) => /(^|[/\\])filescout(\.exe)?$/.test(part) && commandLine[index - 1] !== "-m");
+  const module = commandLine?.findIndex((part, index) => part === "filescout" && commandLine[index - 1] === "-m");
+  let command: string | undefined;
+  if (commandLine && at !== undefined && at >= 0) {
+    command = ["filescout", ...commandLine.slice(at + 1)].join(" ");
+  } else if (commandLine && module !== undefined && module >= 0) {
+    command = ["filescout", ...commandLine.slice(module + 1)].join(" ");
+  }
+  if (command && command.length > 60) {
+    command = `${command.slice(0, 57)}...`;
+  }
+  const id = pid ? `pid ${pid}` : "";
+  return [id, command ? `\`${command}\`` : ""].filter(Boolean).join(", ") || "unknown";
+}
+
+/** Reindex asked of a window whose server only reads the index. */
+export function readerReindexMessage(folder: string, writer?: string): string {
+  return (
+    `filescout: ${folder} is indexed by another filescout process (${writer ?? "unknown"}), so this window cannot ` +
+    "reindex it. It takes over when that process exits: stop it (or close the other window), or reindex there."
+  );
+}
+
+/** Settings that cannot apply while another process writes the index. */
+export function readerSettingsMessage(folder: string, settings: string[], writer?: string): string {
+  const names = settings.map((setting) => `filescout.${setting}`).join(", ");
+  return (
+    `filescout: ${names} ${settings.length > 1 ? "do" : "does"} not apply to ${folder} yet: another filescout process ` +
+    `(${writer ?? "unknown"}) indexes it with its own settings. This window applies them once it takes over, when that process exits.`
+  );
 }
 
 /** The one status bar entry: its text (with a codicon) and a tooltip with a line per folder. */
@@ -58,13 +100,14 @@ function folderLine(folder: FolderState): string {
   if (folder.state === "starting" || folder.status === null) {
     return `${folder.name}: starting`;
   }
-  const reader = folder.reader ? " (indexed by another filescout process)" : "";
+  const reader = folder.reader ? ` (indexed by another filescout process: ${folder.writer ?? "unknown"})` : "";
   if (folder.progress) {
     return `${folder.name}: ${folder.progress}${reader}`;
   }
   const status = folder.status;
   if (status.phase === "idle") {
-    return `${folder.name}: ${status.files} files indexed${status.pending > 0 ? `, ${status.pending} waiting for a summary` : ""}${reader}`;
+    const note = folder.note ? ` (${folder.note})` : "";
+    return `${folder.name}: ${status.files} files indexed${status.pending > 0 ? `, ${status.pending} waiting for a summary` : ""}${note}${reader}`;
   }
   return `${folder.name}: ${describePhase(status)}${reader}`;
 }
@@ -79,18 +122,22 @@ export function reindexMessage(folder: string, result: ReindexResult): string {
   return `filescout: ${folder} reindexed, ${result.files} files (${changes.length ? changes.join(", ") : "no changes"}).`;
 }
 
-/** Show Index Status, in one short sentence naming the folder. */
-export function statusMessage(folder: string, status: StatusResult): string {
+/** Show Index Status, in one short sentence naming the folder (two when another process indexes
+ * it, or when the last indexing was cancelled: what the user can do about it). */
+export function statusMessage(folder: string, status: StatusResult, writer?: string, note?: string): string {
   const summarized = status.byStatus["annotated"] ?? 0;
   const waiting = status.queued ?? 0;
-  const reader =
-    status.role === "reader"
-      ? ` Indexed by another filescout process${status.writerPid ? ` (pid ${status.writerPid})` : ""}; this window only reads it.`
-      : "";
-  return (
-    `filescout: ${folder} has ${status.files} files, ${summarized} summarized` +
-    `${waiting ? `, ${waiting} waiting` : ""}; ${status.phase === "idle" ? "up to date" : describePhase({ ...status, annotated: summarized, pending: waiting })}.${reader}`
-  );
+  let state = status.phase === "idle" ? "up to date" : describePhase({ ...status, annotated: summarized, pending: waiting });
+  let advice = "";
+  if (status.role === "reader") {
+    advice =
+      ` Indexed by another filescout process (${writer ?? (status.writerPid ? `pid ${status.writerPid}` : "unknown")}): ` +
+      "this window only reads it, and takes over when that process exits.";
+  } else if (note && status.phase === "idle") {
+    state = note;
+    advice = " Reindex Workspace indexes the rest.";
+  }
+  return `filescout: ${folder} has ${status.files} files, ${summarized} summarized${waiting ? `, ${waiting} waiting` : ""}; ${state}.${advice}`;
 }
 
 /** A quick pick row for a relevant file: the path, its summary in full, then why it was chosen. */

@@ -275,6 +275,10 @@ export interface ModelSettings {
    * Price per million output tokens, for cost estimates.
    */
   outputPrice?: number | null;
+  /**
+   * Also have the model write the workspace overview's directory lines, from their children's summaries, once file annotation is idle (within the budget).
+   */
+  directorySummaries?: boolean;
 }
 
 /**
@@ -302,6 +306,14 @@ export interface ModelStatus {
    * In the currency of the configured prices; null without prices.
    */
   estimatedCostToFinish?: number | null;
+  /**
+   * The overview's directories with a summary the model wrote for what they hold now, as of the last directory pass (written once file annotation is idle); null before the first pass.
+   */
+  directorySummaries?: number | null;
+  /**
+   * The overview's directories still waiting for the model's summary; null before the first pass.
+   */
+  directoriesWaiting?: number | null;
 }
 
 /**

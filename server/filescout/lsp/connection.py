@@ -22,7 +22,7 @@ import cattrs
 from cattrs.errors import ClassValidationError
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcInvalidRequest
-from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, lsp_method
 
 from filescout.lsp.framing import Frame, FrameError, FrameParser, read_frame
 from filescout.lsp.messages import Checked, Ignored, Incoming, MsgId, Refusal, check
@@ -91,6 +91,33 @@ class CheckedProtocol(FramingProtocol):
         if result_future.cancelled() and future is not None and future.done() and not future.cancelled():
             future.exception()
         super()._run_generator(future, gen=gen, result_future=result_future)
+
+    def _handle_response(
+        self, msg_id: MsgId, result: Any | None = None, error: types.ResponseError | None = None
+    ) -> None:
+        """An answer to a request the server no longer waits for (the task that sent it was
+        cancelled, say by `shutdown` closing the workspace) is dropped: pygls would set the
+        result of the cancelled future and log `InvalidStateError: CANCELLED`."""
+        future = self._request_futures.get(msg_id)
+        if future is not None and future.done():
+            del self._request_futures[msg_id]
+            log.debug("dropped the answer to request %s, which nobody waits for any more", msg_id)
+            return
+        super()._handle_response(msg_id, result, error)
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
+        """pygls's own, cancelling what is still under way from a copy of the futures: cancelling
+        one runs its callbacks at once, which take futures out of the dict being walked (a
+        `shutdown` that came while `initialize` was under way failed with a RuntimeError)."""
+        current_id = self.msg_id
+        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
+            yield user_handler, args, None
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current_id and not future.done():
+                future.cancel()
+        self._shutdown = True
+        return None
 
     def _send_response(
         self, msg_id: MsgId, result: Any | None = None, error: types.ResponseError | None = None
@@ -163,7 +190,8 @@ class Connection:
         method, request = message.method, message.is_request
         if method is None:
             self.protocol.awaiting.discard(message.msg_id or "")
-            return message
+            # After `shutdown` nothing waits for an answer: pygls would warn of a request.
+            return Ignored("a response after shutdown") if self.shutdown_received else message
         if self.shutdown_received:
             if request:
                 return Refusal(JsonRpcInvalidRequest.CODE, f"{method}: shutting down", message.msg_id)

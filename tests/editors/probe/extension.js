@@ -27,6 +27,15 @@ function activate(context) {
         show("probe tool error", String(error && error.message ? error.message : error));
       }
     }),
+    vscode.commands.registerCommand("filescoutProbe.find", async () => {
+      const query = await vscode.window.showInputBox({ prompt: "probe: question for the API" });
+      try {
+        const answer = await api.findRelevantFiles({ query, limit: 3 }, { useModel: false });
+        show("probe find", `${answer.items.map((item) => item.path).join(", ")} | ${(answer.prompt || "").length} chars`);
+      } catch (error) {
+        show("probe find error", String(error && error.message ? error.message : error));
+      }
+    }),
     vscode.commands.registerCommand("filescoutProbe.status", async () => {
       try {
         const status = await api.status();
