@@ -66,6 +66,13 @@ def reconcile_interval(configured: float | None, watching: bool) -> float:
 
 async def initialize(ls: FilescoutServer, params: types.InitializeParams) -> None:
     try:
+        await open_workspace(ls, params)
+    finally:
+        ls.initialize_done.set()
+
+
+async def open_workspace(ls: FilescoutServer, params: types.InitializeParams) -> None:
+    try:
         root = workspace_root(params)
     except InvalidParams as exc:
         ls.startup_error = f"cannot use the workspace: {exc}"
@@ -83,6 +90,7 @@ async def initialize(ls: FilescoutServer, params: types.InitializeParams) -> Non
 
 
 async def initialized(ls: FilescoutServer, params: types.InitializedParams) -> None:
+    await ls.initialize_done.wait()
     ls.initialized = True
     ls.forward_logs(asyncio.get_running_loop())
     engine = ls.engine

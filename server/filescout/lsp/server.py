@@ -69,6 +69,9 @@ class FilescoutServer(LanguageServer):
         )
         self.engine: Workspace | None = None
         self.startup_error: str | None = None
+        self.initialize_done = asyncio.Event()
+        """Set once `initialize` has opened the workspace or said why not: a client that sends
+        `initialized` before the answer to `initialize` (early, as the spec forbids) waits for it."""
         self.initialized = False
         self._tasks: set[asyncio.Future[Any]] = set()
         self._last_edit_access: dict[str, float] = {}
