@@ -268,6 +268,11 @@ def test_another_extension_uses_the_api_and_the_language_model_tool(vscode: VSCo
     assert toast.message.startswith("probe tool: <filescout-files"), toast
     assert "src/shop/payments/stripe_gateway.py" in toast.message, toast
 
+    bench.run_command("Probe: Map the Workspace with filescout")
+    toast = bench.wait_toast(r"^probe overview")
+    # The whole tree of five files fits in 400 tokens (the probe shows the block's start only).
+    assert toast.message.startswith('probe overview: <filescout-overview files="5" shown="5">'), toast
+
 
 def test_with_no_setting_the_server_is_found_where_pip_user_puts_it(vscode: VSCode, tmp_path: Path) -> None:
     folder = make_folder(tmp_path / "shop")

@@ -27,6 +27,17 @@ function activate(context) {
         show("probe tool error", String(error && error.message ? error.message : error));
       }
     }),
+    vscode.commands.registerCommand("filescoutProbe.overview", async () => {
+      try {
+        const result = await vscode.lm.invokeTool("filescout_workspaceOverview", {
+          input: { tokens: 400 },
+          toolInvocationToken: undefined,
+        });
+        show("probe overview", result.content.map((part) => part.value).join(""));
+      } catch (error) {
+        show("probe overview error", String(error && error.message ? error.message : error));
+      }
+    }),
     vscode.commands.registerCommand("filescoutProbe.find", async () => {
       const query = await vscode.window.showInputBox({ prompt: "probe: question for the API" });
       try {
