@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -186,9 +187,10 @@ class VSCode:
             server.stop()
 
 
-@pytest.fixture
-def vscode(editor_tools: EditorTools, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[VSCode]:
-    editor = VSCode(editor_tools, tmp_path)
+@contextmanager
+def scenario(tools: EditorTools, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[VSCode]:
+    """A scenario's editor, closed afterwards; what it showed is kept when it failed."""
+    editor = VSCode(tools, tmp_path)
     try:
         yield editor
     finally:
@@ -197,3 +199,9 @@ def vscode(editor_tools: EditorTools, tmp_path: Path, request: pytest.FixtureReq
             kept = editor.keep_artifacts(request.node.nodeid)
             print(f"\nscreenshots and logs of the scenario: {kept}", file=sys.stderr)
         editor.close()
+
+
+@pytest.fixture
+def vscode(editor_tools: EditorTools, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[VSCode]:
+    with scenario(editor_tools, tmp_path, request) as editor:
+        yield editor

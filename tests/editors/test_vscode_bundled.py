@@ -3,7 +3,6 @@ setting: installing the extension alone is enough."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from editors.code_server import install_extension
-from editors.conftest import EditorTools, VSCode, make_folder
+from editors.conftest import EditorTools, VSCode, make_folder, scenario
 from editors.workbench import wait_until
 from harness import procfs
 
@@ -51,15 +50,8 @@ def bundled_tools(editor_tools: EditorTools, tmp_path_factory: pytest.TempPathFa
 
 @pytest.fixture
 def bundled(bundled_tools: EditorTools, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[VSCode]:
-    editor = VSCode(bundled_tools, tmp_path)
-    try:
+    with scenario(bundled_tools, tmp_path, request) as editor:
         yield editor
-    finally:
-        report = getattr(request.node, "report_call", None)
-        if report is None or report.failed or os.environ.get("FILESCOUT_KEEP_ARTIFACTS"):
-            kept = editor.keep_artifacts(request.node.nodeid)
-            print(f"\nscreenshots and logs of the scenario: {kept}", file=sys.stderr)
-        editor.close()
 
 
 def _servers_under(folder: Path) -> list[int]:
