@@ -173,16 +173,10 @@ function M.find(question, on_result, opts)
   end
 end
 
---- The answer to `question` as one prompt-ready block of text (see PROTOCOL.md, "Prompt-ready
---- blocks"): `on_block(block, err, result)` runs once, with the block (a string that starts
---- with `<filescout-files`) and the FindRelevantResult it renders (items with `filename`, as
---- in M.find), or with nil and a message (no server for this project, or the server's error,
---- e.g. for a bad parameter).
---- opts: tokens (the block's budget, 200–200000, four characters a token; default the
---- server's, 4000), limit, scope, options, client. Returns a function that cancels the request;
---- on_block is not called after that.
-function M.prompt(question, on_block, opts)
-  opts = opts or {}
+--- Asks `method` for a block of text (`result.prompt`): `on_block(block, err, result)` runs once.
+--- `shape(result)` turns the result into the block, or nil when the server sent none (`missing`
+--- says so). Returns a function that cancels the request; on_block is not called after that.
+local function request_block(method, params, on_block, opts, missing, shape)
   local finished = false
   local function finish(block, err, result)
     if not finished then
@@ -197,24 +191,14 @@ function M.prompt(question, on_block, opts)
     end)
     return function() finished = true end
   end
-  local params = {
-    query = question,
-    limit = opts.limit or M.config.limit,
-    scope = opts.scope,
-    options = opts.options,
-    prompt = opts.tokens and { tokens = opts.tokens } or vim.empty_dict(),
-  }
-  local sent, request_id = request(client, "files/findRelevant", params, function(err, result)
+  local sent, request_id = request(client, method, params, function(err, result)
     vim.schedule(function()
       if err then
         finish(nil, err.message)
       elseif type(result) ~= "table" or type(result.prompt) ~= "string" then
-        finish(nil, "the filescout server sent no prompt block (it predates prompt-ready blocks)")
+        finish(nil, missing)
       else
-        for _, item in ipairs(result.items) do
-          item.filename = client.config.root_dir .. "/" .. item.path
-        end
-        finish(result.prompt, nil, result)
+        finish(shape(client, result), nil, result)
       end
     end)
   end)
@@ -233,16 +217,14 @@ function M.prompt(question, on_block, opts)
   end
 end
 
---- M.prompt, waiting for the block: returns it, or nil and a message. opts as for M.prompt,
---- plus timeout (milliseconds, default 10000; past it the request is cancelled). It blocks
---- the editor while it waits, and cannot run in a fast event (a luv callback).
-function M.prompt_sync(question, opts)
-  opts = opts or {}
-  local timeout = opts.timeout or 10000
+--- Waits for the block `start(on_block)` asks for: returns it, or nil and a message. Past
+--- `timeout` milliseconds (default 10000) the request is cancelled.
+local function wait_for_block(start, timeout)
+  timeout = timeout or 10000
   local answer
-  local cancel = M.prompt(question, function(block, err)
+  local cancel = start(function(block, err)
     answer = { block = block, err = err }
-  end, opts)
+  end)
   local _, status = vim.wait(timeout, function() return answer ~= nil end, 10)
   if not answer then
     cancel()
@@ -250,6 +232,41 @@ function M.prompt_sync(question, opts)
       or string.format("no answer from filescout within %d ms", timeout)
   end
   return answer.block, answer.err
+end
+
+--- The answer to `question` as one prompt-ready block of text (see PROTOCOL.md, "Prompt-ready
+--- blocks"): `on_block(block, err, result)` runs once, with the block (a string that starts
+--- with `<filescout-files`) and the FindRelevantResult it renders (items with `filename`, as
+--- in M.find), or with nil and a message (no server for this project, or the server's error,
+--- e.g. for a bad parameter).
+--- opts: tokens (the block's budget, 200–200000, four characters a token; default the
+--- server's, 4000), limit, scope, options, client. Returns a function that cancels the request;
+--- on_block is not called after that.
+function M.prompt(question, on_block, opts)
+  opts = opts or {}
+  local params = {
+    query = question,
+    limit = opts.limit or M.config.limit,
+    scope = opts.scope,
+    options = opts.options,
+    prompt = opts.tokens and { tokens = opts.tokens } or vim.empty_dict(),
+  }
+  return request_block("files/findRelevant", params, on_block, opts,
+    "the filescout server sent no prompt block (it predates prompt-ready blocks)",
+    function(client, result)
+      for _, item in ipairs(result.items) do
+        item.filename = client.config.root_dir .. "/" .. item.path
+      end
+      return result.prompt
+    end)
+end
+
+--- M.prompt, waiting for the block: returns it, or nil and a message. opts as for M.prompt,
+--- plus timeout (milliseconds, default 10000; past it the request is cancelled). It blocks
+--- the editor while it waits, and cannot run in a fast event (a luv callback).
+function M.prompt_sync(question, opts)
+  opts = opts or {}
+  return wait_for_block(function(on_block) return M.prompt(question, on_block, opts) end, opts.timeout)
 end
 
 --- The workspace as an annotated tree within a token budget, one block of text (see PROTOCOL.md,
@@ -261,66 +278,20 @@ end
 --- not called after that.
 function M.overview(on_block, opts)
   opts = opts or {}
-  local finished = false
-  local function finish(block, err, result)
-    if not finished then
-      finished = true
-      on_block(block, err, result)
-    end
-  end
-  local client = opts.client or M.client()
-  if not client then
-    vim.schedule(function()
-      finish(nil, "filescout is not running for this project (:FilescoutStart starts it)")
-    end)
-    return function() finished = true end
-  end
   local params = vim.empty_dict()
   for _, name in ipairs({ "tokens", "query", "globs", "paths" }) do
     if opts[name] ~= nil then params[name] = opts[name] end
   end
-  local sent, request_id = request(client, "files/getOverview", params, function(err, result)
-    vim.schedule(function()
-      if err then
-        finish(nil, err.message)
-      elseif type(result) ~= "table" or type(result.prompt) ~= "string" then
-        finish(nil, "the filescout server sent no overview (it predates files/getOverview)")
-      else
-        finish(result.prompt, nil, result)
-      end
-    end)
-  end)
-  if not sent then
-    vim.schedule(function() finish(nil, "the filescout server has stopped") end)
-  end
-  return function() -- cancel
-    if not finished then
-      finished = true
-      if request_id and vim.fn.has("nvim-0.11") == 1 then
-        client:cancel_request(request_id)
-      elseif request_id then
-        client.cancel_request(request_id)
-      end
-    end
-  end
+  return request_block("files/getOverview", params, on_block, opts,
+    "the filescout server sent no overview (it predates files/getOverview)",
+    function(_, result) return result.prompt end)
 end
 
 --- M.overview, waiting for the block: returns it, or nil and a message. opts as for M.overview,
 --- plus timeout (milliseconds, default 10000; past it the request is cancelled).
 function M.overview_sync(opts)
   opts = opts or {}
-  local timeout = opts.timeout or 10000
-  local answer
-  local cancel = M.overview(function(block, err)
-    answer = { block = block, err = err }
-  end, opts)
-  local _, status = vim.wait(timeout, function() return answer ~= nil end, 10)
-  if not answer then
-    cancel()
-    return nil, status == -2 and "interrupted while waiting for filescout"
-      or string.format("no answer from filescout within %d ms", timeout)
-  end
-  return answer.block, answer.err
+  return wait_for_block(function(on_block) return M.overview(on_block, opts) end, opts.timeout)
 end
 
 local function quickfix_items(items)
