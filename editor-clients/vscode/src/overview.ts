@@ -6,7 +6,7 @@
 import { CancellationToken } from "vscode-jsonrpc";
 import { Connection } from "./client";
 import { GetOverviewParams, Methods, OverviewEntry, OverviewResult } from "./protocol";
-import { CancelledError, NoServerError, QueryError, requestError } from "./relevantFiles";
+import { CancelledError, NoServerError, QueryError, isRecord, requestError, stringList } from "./relevantFiles";
 
 /** The tool's name in package.json's `languageModelTools` and in `lm.registerTool`. */
 export const OVERVIEW_TOOL_NAME = "filescout_workspaceOverview";
@@ -43,17 +43,6 @@ export interface OverviewOptions {
   room?: number;
   /** Cancelling sends `$/cancelRequest`; the call then rejects with `CancelledError`. */
   cancel?: CancellationToken;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function stringList(value: unknown, field: string): string[] {
-  if (!Array.isArray(value) || !value.every((item) => typeof item === "string" && item.trim() !== "")) {
-    throw new QueryError(`${field} must be a list of non-empty strings`);
-  }
-  return value.map((item: string) => item.trim());
 }
 
 /** `input` checked field by field, as the server would, so that a model's mistake comes back

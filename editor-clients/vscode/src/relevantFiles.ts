@@ -81,11 +81,13 @@ export class NoServerError extends Error {
   }
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
+/** Whether `value` is a plain object (the shape of a tool's input). */
+export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function stringList(value: unknown, field: string): string[] {
+/** `value` as a list of non-empty, trimmed strings, or a QueryError naming `field`. */
+export function stringList(value: unknown, field: string): string[] {
   if (!Array.isArray(value) || !value.every((item) => typeof item === "string" && item.trim() !== "")) {
     throw new QueryError(`${field} must be a list of non-empty strings`);
   }
