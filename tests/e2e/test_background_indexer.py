@@ -291,6 +291,9 @@ async def test_an_interrupted_index_command_is_finished_in_the_background(tmp_pa
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=errors,
+                # Ctrl-C's own action, whatever this run inherited: a runner started in the
+                # background of a shell ignores SIGINT, and so would the command.
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
             )
         await wait_until(lambda: fake.calls("annotate") > 0, message="model calls", timeout=60)
         del fake.per_kind["annotate"]
