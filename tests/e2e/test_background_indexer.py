@@ -11,19 +11,17 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
 from filescout.engine import handoff
 from filescout.engine.roles import lock_path
 from filescout.engine.settings import default_db_path
 from filescout.index.lock import WriterLock
 from harness.fake_openai import Action, FakeOpenAI
+from harness.mcp_client import mcp_env, mcp_session
 from harness.support import query_db, wait_until
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds processes in /proc")
@@ -34,25 +32,6 @@ CLASSES = 400
 SESSIONS = 10
 SESSION_SECONDS = 1.0
 HIDDEN_COMMAND = handoff.COMMAND.encode()
-
-
-def server_env(cache: Path, **extra: str) -> dict[str, str]:
-    keep = {name: os.environ[name] for name in ("PATH", "HOME", "LANG", "PYTHONPATH") if name in os.environ}
-    return {**keep, "XDG_CACHE_HOME": str(cache), "FILESCOUT_TAKEOVER_INTERVAL": "0.5", **extra}
-
-
-@asynccontextmanager
-async def mcp_session(root: Path, env: dict[str, str], stderr: Path) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "filescout", "mcp", str(root)], env=env
-    )
-    with stderr.open("a") as errors:
-        async with (
-            stdio_client(params, errlog=errors) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            yield session
 
 
 def make_workspace(root: Path, *, files: int = FILES, classes: int = CLASSES) -> Path:
@@ -147,10 +126,10 @@ async def test_ten_one_second_sessions_leave_every_file_annotated(tmp_path: Path
     later, while the first scan's annotation is still under way."""
     root = make_workspace(tmp_path / "ws")
     cache, stderr = tmp_path / "cache", tmp_path / "stderr"
-    env = server_env(cache)
+    env = mcp_env(cache)
     try:
         for n in range(SESSIONS):
-            async with mcp_session(root, env, stderr) as session:
+            async with mcp_session(root, cache, stderr) as session:
                 began = time.monotonic()
                 result = await session.call_tool("find_relevant_files", {"query": f"helper value unit {n}"})
                 assert not result.is_error
@@ -174,7 +153,7 @@ async def test_ten_one_second_sessions_leave_every_file_annotated(tmp_path: Path
 
 async def test_background_indexers_started_together_leave_the_work_to_one(tmp_path: Path) -> None:
     root = make_workspace(tmp_path / "ws", files=30)
-    env = server_env(tmp_path / "cache")
+    env = mcp_env(tmp_path / "cache")
     db = create_index(root, env)
     closing = WriterLock(lock_path(db))  # the process that hands its work on, letting go of it
     assert closing.try_acquire()
@@ -205,7 +184,7 @@ async def test_background_indexers_started_together_leave_the_work_to_one(tmp_pa
 async def test_a_background_indexer_leaves_the_index_to_a_process_that_keeps_the_lock(tmp_path: Path) -> None:
     """An editor's server, or a session started meanwhile, writes the index: it does the work."""
     root = make_workspace(tmp_path / "ws", files=5, classes=2)
-    env = server_env(tmp_path / "cache")
+    env = mcp_env(tmp_path / "cache")
     db = create_index(root, env)
     editor = WriterLock(lock_path(db))
     assert editor.try_acquire()
@@ -246,7 +225,7 @@ async def test_a_background_indexer_never_outlives_its_workspace_or_index(
     root = make_workspace(tmp_path / "ws", files=20, classes=5)
     fake = FakeOpenAI().start()
     fake.per_kind["annotate"] = Action(delay=120)
-    env = server_env(tmp_path / "cache", **model_env(fake))
+    env = mcp_env(tmp_path / "cache", **model_env(fake))
     db = create_index(root, env)
     holder = WriterLock(lock_path(db))
     log = tmp_path / "background.log"
@@ -283,7 +262,7 @@ async def test_an_interrupted_index_command_is_finished_in_the_background(tmp_pa
     fake = FakeOpenAI().start()
     fake.per_kind["annotate"] = Action(delay=120)  # until the command is interrupted
     cache = tmp_path / "cache"
-    env = server_env(cache, **model_env(fake))
+    env = mcp_env(cache, **model_env(fake))
     try:
         with (tmp_path / "stderr").open("wb") as errors:
             command = subprocess.Popen(

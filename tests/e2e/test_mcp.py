@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
 from filescout.engine.prompt import estimate_tokens
-from harness import launch
 from harness.fake_openai import Action, FakeOpenAI
+from harness.mcp_client import mcp_session, text_of
 from harness.support import (
     make_large_workspace,
     make_workspace,
@@ -28,28 +23,6 @@ from harness.support import (
 
 READ_ONLY_TOOLS = {"find_relevant_files", "list_files", "index_status", "workspace_overview"}
 WRITING_TOOLS = {"reindex_workspace", "annotate_files"}
-
-
-def server_env(cache: Path, **extra: str) -> dict[str, str]:
-    keep = {name: os.environ[name] for name in ("PATH", "HOME", "LANG") if name in os.environ}
-    return {**keep, "XDG_CACHE_HOME": str(cache), "FILESCOUT_TAKEOVER_INTERVAL": "0.5", **extra}
-
-
-@asynccontextmanager
-async def mcp_session(root: Path, cache: Path, stderr: Path, **env: str) -> AsyncIterator[ClientSession]:
-    program, *arguments = launch.command("mcp", str(root))
-    params = StdioServerParameters(command=program, args=arguments, env=server_env(cache, **env))
-    with stderr.open("w") as errors:
-        async with (
-            stdio_client(params, errlog=errors) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            yield session
-
-
-def text_of(result: Any) -> str:
-    return "\n".join(block.text for block in result.content if block.type == "text")
 
 
 @pytest.fixture

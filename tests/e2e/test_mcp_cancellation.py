@@ -15,7 +15,7 @@ from typing import Any
 
 from mcp import ClientSession
 
-from e2e.test_mcp import mcp_session, text_of
+from harness.mcp_client import mcp_session, text_of
 from harness.procfs import command_line, descendants
 from harness.support import make_workspace
 

@@ -10,19 +10,16 @@ import json
 import re
 import subprocess
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 import tiktoken
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
 from pygls.exceptions import JsonRpcException
 
 from harness import launch
+from harness.mcp_client import mcp_session, text_of
 from harness.support import (
     SAMPLE_BINARY,
     SAMPLE_FILES,
@@ -134,24 +131,6 @@ async def test_bad_params_name_the_field(client, params: dict[str, Any], field: 
 
 
 # -- MCP ----------------------------------------------------------------------------------------
-
-
-@asynccontextmanager
-async def mcp_session(root: Path, cache: Path, stderr: Path) -> AsyncIterator[ClientSession]:
-    program, *arguments = launch.command("mcp", str(root))
-    env = {"PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(cache)}
-    params = StdioServerParameters(command=program, args=arguments, env=env)
-    with stderr.open("w") as errors:
-        async with (
-            stdio_client(params, errlog=errors) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            yield session
-
-
-def text_of(result: Any) -> str:
-    return "\n".join(block.text for block in result.content if block.type == "text")
 
 
 async def test_workspace_overview_tool_within_1k_2k_8k(tmp_path: Path) -> None:

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from e2e.test_mcp import mcp_session, text_of
 from harness import launch, secrets_corpus
 from harness.fake_openai import FakeOpenAI
+from harness.mcp_client import mcp_session, text_of
 from harness.support import as_dict, execute, get_files_streamed, start_client, stop_client, wait_for_indexing
 
 QUESTIONS = secrets_corpus.QUESTIONS
