@@ -6,6 +6,10 @@ answer or in the middle of one).
 It answers annotation requests (files listed as `### path (...)`) with one summary per file,
 and records every request body so tests can check what left the machine. It can also play a
 gullible model (`gullible`, see gullible_model.py) that obeys instructions planted in the data.
+
+It sees pictures: a request whose message content is a list of parts (text and `image_url`) is
+of kind "image", answered like an annotation request from its text parts and counted at
+`image_tokens` per picture; `pictures_of(request)` decodes what it carried, for tests to check.
 """
 
 from __future__ import annotations
@@ -54,10 +58,30 @@ class Request:
 
     @property
     def text(self) -> str:
-        return "\n".join(message.get("content", "") for message in self.body.get("messages", []))
+        """The messages' text (of a list of parts, the text parts)."""
+        return "\n".join(_text_of(message.get("content", "")) for message in self.body.get("messages", []))
+
+    @property
+    def picture_parts(self) -> list[dict[str, Any]]:
+        """The `image_url` parts of the request's messages."""
+        return [
+            part
+            for message in self.body.get("messages", [])
+            if isinstance(message.get("content"), list)
+            for part in message["content"]
+            if isinstance(part, dict) and part.get("type") == "image_url"
+        ]
+
+    def prompt_tokens(self, per_picture: int) -> int:
+        """A quarter of the request's characters, each picture counted at `per_picture` instead
+        of its encoded length."""
+        urls = sum(len(str(part.get("image_url", {}).get("url", ""))) for part in self.picture_parts)
+        return (len(self.raw) - urls) // 4 + per_picture * len(self.picture_parts)
 
     @property
     def kind(self) -> str:
+        if self.picture_parts:
+            return "image"
         system = self.body["messages"][0]["content"]
         if "rate how likely" in system:
             return "judge"
@@ -66,6 +90,12 @@ class Request:
         if "Pick the tags" in system:
             return "tags"
         return "annotate"
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, list):
+        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content
 
 
 class FakeOpenAI:
@@ -94,6 +124,10 @@ class FakeOpenAI:
         """The request kinds the gullible model obeys in."""
         self.obeyed: list[Obeyed] = []
         """Every instruction the gullible model followed, and whether it stood outside the data."""
+        self.image_tokens = 85
+        """The prompt tokens counted for each picture a request carries (OpenAI's low detail)."""
+        self.usage = True
+        """False: answers carry no token counts (some servers send none)."""
         self.lock = threading.Lock()
         self.released = threading.Event()
         """Set on stop: a hung call ends then (the client has long given up on it)."""
@@ -195,11 +229,13 @@ class FakeOpenAI:
                 {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
             ],
             "usage": {
-                "prompt_tokens": len(request.raw) // 4,
+                "prompt_tokens": request.prompt_tokens(self.image_tokens),
                 "completion_tokens": 40 * max(len(paths), 1),
-                "total_tokens": len(request.raw) // 4 + 40 * max(len(paths), 1),
+                "total_tokens": request.prompt_tokens(self.image_tokens) + 40 * max(len(paths), 1),
             },
         }
+        if not self.usage:
+            del completion["usage"]
         return 200, action.headers, json.dumps(completion), action
 
     def _score(self, path: str, request: Request) -> float:
@@ -260,3 +296,45 @@ class FakeOpenAI:
                     pass  # the client gave up waiting (a timeout test), or the socket is gone
 
         return Handler
+
+
+@dataclass
+class SeenPicture:
+    """A picture a request carried, as the fake decoded it."""
+
+    media_type: str
+    """From the data URL: image/png, image/jpeg, ..."""
+    format: str
+    """What Pillow found the bytes to be: PNG, JPEG, ..."""
+    width: int
+    height: int
+    detail: str | None
+    encoded_bytes: int
+
+
+DATA_URL = re.compile(r"data:(image/[a-z0-9.+-]+);base64,([A-Za-z0-9+/=]+)")
+
+
+def pictures_of(request: Request) -> list[SeenPicture]:
+    """Every picture in `request`, decoded; AssertionError names what is malformed (a URL that
+    is no base64 data URL of an image, bytes Pillow cannot decode, a media type the bytes belie)."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    seen = []
+    for part in request.picture_parts:
+        image_url = part.get("image_url")
+        assert isinstance(image_url, dict), f"image_url is not an object: {image_url!r}"
+        url = image_url.get("url", "")
+        match = DATA_URL.fullmatch(url)
+        assert match, f"not a base64 data URL of an image: {url[:60]!r}"
+        data = base64.b64decode(match.group(2), validate=True)
+        with Image.open(io.BytesIO(data)) as image:
+            image.load()
+            found = image.format or ""
+            width, height = image.size
+        assert match.group(1) == Image.MIME.get(found), f"{match.group(1)} holds {found}"
+        seen.append(SeenPicture(match.group(1), found, width, height, image_url.get("detail"), len(data)))
+    return seen

@@ -495,7 +495,7 @@ QUERY_WORDS = st.sampled_from(
     ["cart", "shopping cart discount", "refund a charge", "checkout form", "deploy"]
 )
 STATUSES = ["pending", "annotated", "stale", "skipped"]
-KINDS = ["source", "test", "docs", "config", "data", "generated", "binary", "other"]
+KINDS = ["source", "test", "docs", "config", "data", "document", "image", "generated", "binary", "other"]
 PROMPT = obj({"tokens": integer(200, 200_000)})
 
 

@@ -49,7 +49,7 @@ SAMPLE_FILES: dict[str, str] = {
 }
 # Recorded in the index (kind "binary", status "skipped") but left out of getFiles by default.
 SAMPLE_BINARY: dict[str, bytes] = {
-    "assets/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)),
+    "assets/font.woff2": b"wOF2\x00\x01\x00\x00" + bytes(range(256)),
 }
 # Files that exist but must never be indexed: ignored or excluded by default.
 SAMPLE_HIDDEN: dict[str, bytes] = {

@@ -34,7 +34,9 @@ FileStatus = Literal["pending", "annotated", "stale", "skipped"]
 another annotator while the current one is queued; skipped: recorded but never annotated from
 content (binary, oversized, generated, sensitive)."""
 
-FileKind = Literal["source", "test", "docs", "config", "data", "generated", "binary", "other"]
+FileKind = Literal[
+    "source", "test", "docs", "config", "data", "document", "image", "generated", "binary", "other"
+]
 
 IndexPhase = Literal["idle", "scanning", "annotating", "failed"]
 
@@ -185,6 +187,25 @@ class ModelSettings(_Payload, forbid_unknown_fields=True):
             "their children's summaries, once file annotation is idle (within the budget)."
         ),
     ] = False
+    images: Annotated[
+        bool,
+        Meta(
+            description="The model can see: images (PNG, JPEG, GIF, WebP, BMP, TIFF, ICO) go to it as "
+            "pictures, downscaled to at most 512 px a side at low detail, for their summary and tags "
+            "(an SVG goes as text). Off: images keep their structural annotation. A workspace file "
+            "can turn it off, not on. Env: FILESCOUT_MODEL_IMAGES."
+        ),
+    ] = False
+    image_tokens: Annotated[
+        int,
+        Meta(
+            ge=1,
+            le=100_000,
+            description="Input tokens the endpoint counts for one image as sent (at most 512 × 512, "
+            "detail low), for the budget: 85 for OpenAI's GPT-4o at low detail; other models count "
+            "differently (gpt-4o-mini 2833, LLaVA-1.5 576).",
+        ),
+    ] = 85
 
 
 class BudgetSettings(_Payload, forbid_unknown_fields=True):

@@ -10,7 +10,7 @@ import shutil
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, get_args
 
 import msgspec
 
@@ -20,6 +20,7 @@ from filescout.core.errors import FilescoutError
 from filescout.engine.progress import ProgressReporter
 from filescout_protocol.types import (
     OVERVIEW_TOKENS,
+    FileKind,
     FindRelevantParams,
     GetFilesParams,
     GetOverviewParams,
@@ -123,7 +124,7 @@ def _print_skipped_names(count: int) -> None:
 
 def _files(args: argparse.Namespace) -> Callable[[Workspace], Awaitable[int]]:
     async def run(engine: Workspace) -> int:
-        params = GetFilesParams(globs=args.glob, paths=args.prefix)
+        params = GetFilesParams(globs=args.glob, paths=args.prefix, kinds=args.kind, languages=args.language)
         async for batch in engine.stream_files(params):
             for item in batch:
                 if args.json:
@@ -354,10 +355,26 @@ def build_parser() -> argparse.ArgumentParser:
         "file's one-line summary. The index is brought up to date first (fast when\n"
         "nothing changed).",
         "  filescout files --glob '*.py' --glob '!tests/'\n"
+        "  filescout files --kind document --kind image\n"
         "  filescout files ~/src/shop --prefix src/shop/payments --json",
     )
     files.add_argument("path", nargs="?", default=".", help="the workspace (default: the current directory)")
     add_filters(files)
+    files.add_argument(
+        "--kind",
+        action="append",
+        default=[],
+        choices=get_args(FileKind),
+        metavar="KIND",
+        help="only files of this kind; repeat for several (" + ", ".join(get_args(FileKind)) + ")",
+    )
+    files.add_argument(
+        "--language",
+        action="append",
+        default=[],
+        metavar="LANG",
+        help="only files of this language or format (python, pdf, docx, png, ...); repeat for several",
+    )
 
     find = command(
         "find",

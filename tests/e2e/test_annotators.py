@@ -124,7 +124,7 @@ async def test_model_annotations_land_and_nothing_secret_leaves(model_client, fa
     for secret in [PLANTED_KEY, PLANTED_STRIPE, "envfilesecret123", "test-key"]:
         assert not any(secret in body for body in bodies), secret
     assert not any("### .env" in r.text for r in fake.requests)
-    assert not any("assets/logo.png" in r.text for r in fake.requests)
+    assert not any("assets/font.woff2" in r.text for r in fake.requests)
 
     db = as_dict(await execute(client, "filescout.status"))["dbPath"]
     ((tokens,),) = query_db(db, "SELECT sum(input_tokens + output_tokens) FROM usage")

@@ -48,7 +48,7 @@ export interface FileItem {
   summary: string;
   tags: string[];
   language: string | null;
-  kind: "binary" | "config" | "data" | "docs" | "generated" | "other" | "source" | "test";
+  kind: "binary" | "config" | "data" | "docs" | "document" | "generated" | "image" | "other" | "source" | "test";
   size: number;
   /**
    * Modification time, milliseconds since the epoch.
@@ -147,7 +147,7 @@ export interface GetFilesParams {
   /**
    * Keep files of these kinds. Default: every kind except `binary`.
    */
-  kinds?: ("binary" | "config" | "data" | "docs" | "generated" | "other" | "source" | "test")[];
+  kinds?: ("binary" | "config" | "data" | "docs" | "document" | "generated" | "image" | "other" | "source" | "test")[];
   languages?: string[];
   /**
    * `path`; `recent` (newest first); `frecency` (most and most recently used first); `rank` (best match for `query` first). Default: `rank` with a `query`, else `path`.
@@ -279,6 +279,14 @@ export interface ModelSettings {
    * Also have the model write the workspace overview's directory lines, from their children's summaries, once file annotation is idle (within the budget).
    */
   directorySummaries?: boolean;
+  /**
+   * The model can see: images (PNG, JPEG, GIF, WebP, BMP, TIFF, ICO) go to it as pictures, downscaled to at most 512 px a side at low detail, for their summary and tags (an SVG goes as text). Off: images keep their structural annotation. A workspace file can turn it off, not on. Env: FILESCOUT_MODEL_IMAGES.
+   */
+  images?: boolean;
+  /**
+   * Input tokens the endpoint counts for one image as sent (at most 512 × 512, detail low), for the budget: 85 for OpenAI's GPT-4o at low detail; other models count differently (gpt-4o-mini 2833, LLaVA-1.5 576).
+   */
+  imageTokens?: number;
 }
 
 /**
@@ -444,7 +452,7 @@ export interface RelevantItem {
   summary: string;
   tags: string[];
   language: string | null;
-  kind: "binary" | "config" | "data" | "docs" | "generated" | "other" | "source" | "test";
+  kind: "binary" | "config" | "data" | "docs" | "document" | "generated" | "image" | "other" | "source" | "test";
 }
 
 /**

@@ -35,6 +35,8 @@ export function serverSettings(config: ConfigurationReader, apiKeySecret?: strin
       baseUrl: present(config.get<string | null>("model.baseUrl")),
       apiKey: effectiveApiKey(apiKeySecret, config.get<string | null>("model.apiKey")),
       concurrency: config.get<number>("model.concurrency") ?? 2,
+      images: config.get<boolean>("model.images") ?? false,
+      imageTokens: present(config.get<number | null>("model.imageTokens")),
     },
     budget: {
       dailyTokens: present(config.get<number | null>("budget.dailyTokens")),

@@ -15,8 +15,8 @@ from filescout.annotate.structural import annotate_safely
 from filescout.core.beneath import RootDir, opened, read_regular
 from filescout.core.packing import prepare
 from filescout.core.records import Annotation, FileToAnnotate, IndexWords, PendingFile
-from filescout.core.words import content_text, join_words
-from filescout.scan.tree import content_hash
+from filescout.core.words import join_words
+from filescout.scan.tree import content_hash, readable
 
 
 @dataclass(slots=True)
@@ -47,12 +47,14 @@ def read_text(root: RootDir | Path | str, pending: PendingFile) -> FileToAnnotat
         return None
     if found is None or content_hash(found[0]) != pending.hash:
         return None
+    text, facts = readable(pending.kind, pending.language, found[0])
     return FileToAnnotate(
         path=pending.path,
         hash=pending.hash,
         language=pending.language,
         kind=pending.kind,
-        text=content_text(found[0]),
+        text=text,
+        facts=facts,
     )
 
 

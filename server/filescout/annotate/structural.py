@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from filescout.annotate.base import TAG_LIMIT, clip
+from filescout.annotate.documents import annotate_document
 from filescout.annotate.heuristic import annotate_text as annotate_by_lines
 from filescout.annotate.outline import Outline, has_grammar, outline_code, outline_data, outline_markdown
 from filescout.core.records import Annotation, FileToAnnotate
@@ -258,6 +259,8 @@ def sentence(text: str) -> str:
 def annotate_structure(item: FileToAnnotate, *, with_words: bool = True) -> Annotation:
     """`with_words`: find the content words too (the scan finds them once per change; an
     annotation carries them only for a content the index has no words of)."""
+    if item.facts is not None:
+        return annotate_document(item, item.facts, with_words=with_words)
     body = body_words(item.text) if with_words else None
     language = item.language or ""
     outline: Outline | None = None
@@ -294,8 +297,8 @@ def annotate_structure(item: FileToAnnotate, *, with_words: bool = True) -> Anno
 
 
 class StructuralAnnotator:
-    """tree-sitter outlines for code, headings for Markdown, keys for JSON/YAML/TOML, and the
-    line-based heuristic for everything else."""
+    """tree-sitter outlines for code, headings for Markdown, keys for JSON/YAML/TOML, facts and
+    headings for documents and images, and the line-based heuristic for everything else."""
 
     id = ANNOTATOR_ID
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-FileKind = Literal["source", "test", "docs", "config", "data", "generated", "binary", "other"]
+FileKind = Literal[
+    "source", "test", "docs", "config", "data", "document", "image", "generated", "binary", "other"
+]
 FileStatus = Literal["pending", "annotated", "stale", "skipped"]
 SkipReason = Literal["sensitive", "binary", "generated", "oversized"]
 IndexPhase = Literal["idle", "scanning", "annotating", "failed"]
@@ -148,6 +150,48 @@ class FileToAnnotate:
     language: str | None
     kind: str
     text: str
+    facts: DocumentFacts | None = None
+    """A document's or an image's facts (its text is the extracted text); None for a text file."""
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentFacts:
+    """What a document or an image says of itself beyond its text, found where its text is
+    extracted (scan/extract.py): the structural annotator's summary and the model's header."""
+
+    format: str
+    """pdf, docx, pptx, xlsx, png, jpeg, gif, webp, bmp, tiff, ico, svg"""
+    title: str = ""
+    author: str = ""
+    created: str = ""
+    """ISO 8601 date (or date and time) as the file states it; empty when it does not."""
+    modified: str = ""
+    parts: int | None = None
+    """Pages, slides or sheets (see `part_name`); None for an image or when unknown."""
+    part_name: str = ""
+    """page, slide or sheet"""
+    parts_read: int | None = None
+    """How many parts the text was read from, when not all of them (a cap or the deadline)."""
+    headings: tuple[str, ...] = ()
+    """Headings, slide titles or sheet names, in order, clipped."""
+    width: int | None = None
+    height: int | None = None
+    """An image's (or a PDF's first page's, in points) dimensions."""
+    camera: str = ""
+    """An image's EXIF make and model; never its location."""
+    taken: str = ""
+    """An image's EXIF date of capture, ISO 8601."""
+    problem: str = ""
+    """Why the text could not be read, or not all of it ("encrypted", "damaged: ..."); empty
+    when it was read whole."""
+
+
+@dataclass(frozen=True, slots=True)
+class Extracted:
+    """A document's or an image's searchable text and its facts."""
+
+    text: str
+    facts: DocumentFacts
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from filescout_protocol.types import FileItem, GetFilesPage, GetFilesParams
 
 DEFAULT_PAGE_SIZE = 1000
 TEXT_MATCH_LIMIT = 10_000
-LISTED_KINDS = ("source", "test", "docs", "config", "data", "generated", "other")
+LISTED_KINDS = ("source", "test", "docs", "config", "data", "document", "image", "generated", "other")
 """What getFiles lists when the caller names no kinds: everything with a summary worth reading."""
 MATCHING_SLICE = 0.01
 """Seconds of glob matching before the event loop serves what else came in (a cancellation too):

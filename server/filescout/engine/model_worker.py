@@ -1,5 +1,8 @@
 """The model worker: after the structural pass, a model rewrites summaries and tags, in the same
-priority order, on its own queue, within the budget, and steps aside while the endpoint fails."""
+priority order, on its own queue, within the budget, and steps aside while the endpoint fails.
+Images go to it as pictures when it can see (`model.images`), prepared here in a thread
+(annotate/images.py); otherwise, or when one cannot be prepared, they keep their structural
+annotation without a call."""
 
 from __future__ import annotations
 
@@ -11,9 +14,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from filescout.annotate.directories import DirectorySummarizer
+from filescout.annotate.images import (
+    RASTER_FORMATS,
+    ImageRefused,
+    Picture,
+    downscale,
+    looks_secret,
+    pillow_missing,
+)
 from filescout.annotate.llm import MAX_FILES_PER_REQUEST, ModelAnnotator, ModelInput
 from filescout.annotate.structural import StructuralAnnotator
 from filescout.annotate.team_cache import SharedCache, driver_missing
+from filescout.core.beneath import RootDir, read_regular
 from filescout.core.records import Annotation, PendingFile
 from filescout.engine.hooks import Hooks
 from filescout.engine.progress import ProgressReporter
@@ -21,6 +33,7 @@ from filescout.engine.queue import NEIGHBOUR, AnnotationQueue
 from filescout.engine.structural_worker import Rescan, read_current
 from filescout.index import Index
 from filescout.llm.client import Budget, BudgetSpent, ModelClient, ModelError, ModelRefused, ModelUnavailable
+from filescout.scan.tree import content_hash
 from filescout_protocol.types import Settings
 
 if TYPE_CHECKING:
@@ -104,6 +117,10 @@ class ModelWorker:
                 warnings.append(f"model annotation is off: {exc}")
             else:
                 log.info("model annotation on: %s", self.annotator.id)
+                if model.images and (missing := pillow_missing()) is not None:
+                    self.annotator.blind = f"{missing}: images keep their structural annotation"
+                    log.warning("%s", self.annotator.blind)
+                    warnings.append(self.annotator.blind)
                 if model.directory_summaries:
                     self.directory_summarizer = DirectorySummarizer(self.annotator.client)
         shared = settings.shared_cache
@@ -231,11 +248,14 @@ class ModelWorker:
                     return
                 self.in_flight = len(batch)
                 self.stopped = None
-                pending = [
-                    item
-                    for item in await self._index.annotations.pending(model.id, batch)
-                    if item.hash not in self.gave_up
-                ]
+                pending = []
+                for item in await self._index.annotations.pending(model.id, batch):
+                    if item.hash in self.gave_up:
+                        continue
+                    if not self._may_see(model, item):
+                        self.gave_up.add(item.hash)  # nothing to wait for: not counted as work left
+                        continue
+                    pending.append(item)
                 if not pending:
                     continue
                 if reporter is None:
@@ -282,7 +302,7 @@ class ModelWorker:
         pending = [item for item in pending if item.hash not in from_cache]
         if not pending:
             return len(from_cache), False
-        inputs = await self._inputs(pending)
+        inputs = await self._with_pictures(model, await self._inputs(pending))
         annotations, error = await model.annotate(inputs)
         saved = [
             (item.hash, annotation)
@@ -311,6 +331,40 @@ class ModelWorker:
             self.stopped = error
             return len(saved) + len(from_cache), True
         return len(saved) + len(from_cache), False
+
+    @staticmethod
+    def _may_see(model: ModelAnnotator, item: PendingFile) -> bool:
+        """Whether the model is to be asked about a file at all, from what is known before it is
+        read: an image only when the model can see and its path does not look secret. The others
+        keep their structural annotation, without a call."""
+        return item.kind != "image" or (model.sees and not looks_secret(item.path, None))
+
+    async def _with_pictures(self, model: ModelAnnotator, inputs: list[ModelInput]) -> list[ModelInput]:
+        """The inputs with each image's picture prepared (read again and decoded in a thread,
+        one at a time: a large decode holds its memory briefly, and only one at once). An image
+        whose facts look secret, or that cannot be prepared, keeps its structural annotation."""
+        wanted = [
+            item
+            for item in inputs
+            if item.kind == "image"
+            and item.language in RASTER_FORMATS
+            and model.sees
+            and not looks_secret(item.path, item.facts)
+        ]
+        if not wanted:
+            return inputs
+        pictures, changed = await asyncio.to_thread(_prepare_pictures, self._root, wanted)
+        if changed:
+            self._rescan(changed)
+        self.gave_up.update(
+            item.hash for item in wanted if item.hash not in pictures and item.path not in changed
+        )
+        unready = {item.hash for item in wanted} - pictures.keys()
+        return [
+            replace(item, picture=pictures[item.hash]) if item.hash in pictures else item
+            for item in inputs
+            if item.hash not in unready
+        ]
 
     async def _from_shared_cache(self, model: ModelAnnotator, pending: Sequence[PendingFile]) -> set[str]:
         """Store what the team's cache has for these contents; their hashes. The summary and
@@ -353,6 +407,7 @@ class ModelWorker:
                 kind=item.kind,
                 text=item.text,
                 outline=outlines[item.hash],
+                facts=item.facts,
             )
             for item in readable
             if item.hash in outlines
@@ -360,3 +415,29 @@ class ModelWorker:
 
     async def close(self) -> None:
         await self.retire()
+
+
+def _prepare_pictures(root: Path, items: Sequence[ModelInput]) -> tuple[dict[str, Picture], list[str]]:
+    """Each image's picture by content hash, for those still holding the content the index
+    knows and decoding within the bounds (annotate/images.py); and the paths whose content
+    changed since (or that vanished), for a rescan."""
+    pictures: dict[str, Picture] = {}
+    changed: list[str] = []
+    try:
+        beneath = RootDir(root)
+    except OSError:  # the folder is gone
+        return pictures, [item.path for item in items]
+    with beneath:
+        for item in items:
+            try:
+                found = read_regular(beneath, item.path)
+            except OSError:
+                found = None
+            if found is None or content_hash(found[0]) != item.hash:
+                changed.append(item.path)
+                continue
+            try:
+                pictures[item.hash] = downscale(found[0])
+            except ImageRefused as exc:
+                log.info("%s keeps its structural annotation: %s", item.path, exc)
+    return pictures, changed

@@ -7,7 +7,7 @@ a warning naming it, and the rest of its layer applies, instead of silently mixi
 
 `filescout.toml` comes with the repository, so it is trusted less than the user: it cannot
 point the user's API key at an endpoint of its choosing, place the index anywhere, turn privacy
-mode off, or turn on or point a shared cache.
+mode off, turn on sending images to the model, or turn on or point a shared cache.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ ENV_FIELDS: dict[str, tuple[tuple[str, ...], type]] = {
     "OPENAI_API_KEY": (("model", "apiKey"), str),
     "FILESCOUT_BASE_URL": (("model", "baseUrl"), str),
     "OPENAI_BASE_URL": (("model", "baseUrl"), str),
+    "FILESCOUT_MODEL_IMAGES": (("model", "images"), bool),
     "FILESCOUT_PRIVACY": (("privacyMode",), bool),
     "FILESCOUT_SHARED_CACHE": (("sharedCache", "url"), str),
     "FILESCOUT_SHARED_CACHE_MODE": (("sharedCache", "mode"), str),
@@ -141,7 +142,8 @@ def vet_workspace_layer(
 ) -> dict[str, Any]:
     """Drop what a repository's own settings file may not decide for the user: where workspace
     content, the index and the user's key go. It may pick an endpoint on this machine (which gets no key
-    of the user's) and tune a model the user turned on; it cannot turn on a remote model."""
+    of the user's) and tune a model the user turned on; it cannot turn on a remote model, nor have
+    images sent to any model."""
     layer = dict(layer)
     model = layer.get("model")
     if isinstance(model, Mapping):
@@ -170,6 +172,13 @@ def vet_workspace_layer(
             warnings.append(
                 f"{CONFIG_FILE}: model.model ignored: a workspace file cannot turn on "
                 "a remote model; name the model in the editor settings or FILESCOUT_MODEL"
+            )
+        if model.get("images") is True:
+            # Pictures cannot be redacted: what the model may see is the user's call.
+            del model["images"]
+            warnings.append(
+                f"{CONFIG_FILE}: model.images ignored: a workspace file can stop images going to "
+                "the model, not send them; turn it on in the editor or FILESCOUT_MODEL_IMAGES"
             )
         layer["model"] = model
     if "dbPath" in layer:

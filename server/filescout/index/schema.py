@@ -4,7 +4,7 @@ some of these tables; the history stays in one place because a version is one st
 from __future__ import annotations
 
 APPLICATION_ID = 0x46534354  # "FSCT": marks a SQLite file as a filescout index
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -161,6 +161,28 @@ MIGRATIONS: dict[int, str] = {
         created_at INTEGER NOT NULL,
         PRIMARY KEY (key, annotator)
     ) WITHOUT ROWID;
+    """,
+    11: """
+    -- Documents and images became kinds of their own, their text and facts read (they were binary,
+    -- an SVG data): the next scan reads them again, as if they had changed.
+    UPDATE files SET mtime_ns = 0 WHERE
+        path LIKE '%.pdf'
+        OR path LIKE '%.docx'
+        OR path LIKE '%.pptx'
+        OR path LIKE '%.xlsx'
+        OR path LIKE '%.png'
+        OR path LIKE '%.jpg'
+        OR path LIKE '%.jpeg'
+        OR path LIKE '%.gif'
+        OR path LIKE '%.webp'
+        OR path LIKE '%.bmp'
+        OR path LIKE '%.tif'
+        OR path LIKE '%.tiff'
+        OR path LIKE '%.ico'
+        OR path LIKE '%.svg';
+    -- An SVG's structural annotation described it as XML data: it is described as an image now.
+    DELETE FROM annotations WHERE annotator LIKE 'structural/%'
+        AND hash IN (SELECT hash FROM files WHERE path LIKE '%.svg');
     """,
 }
 

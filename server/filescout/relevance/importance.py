@@ -28,6 +28,8 @@ KIND_WEIGHT = {
     "source": 1.0,
     "config": 0.5,
     "docs": 0.5,
+    "document": 0.4,
+    "image": 0.2,
     "test": 0.4,
     "other": 0.4,
     "data": 0.3,

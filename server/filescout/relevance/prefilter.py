@@ -47,11 +47,17 @@ KIND_PRIOR = {
     "test": 0.45,
     "config": 0.5,
     "docs": 0.35,
+    "document": 0.35,
+    "image": 0.2,
     "other": 0.45,
     "data": 0.3,
     "generated": 0.2,
     "binary": 0.0,
 }
+ASKED_KIND_LIFT = {"document": 1.5, "image": 1.5}
+"""A question that names a document or an image as what it is after ("which PDF specifies",
+"the architecture diagram") wants one: files of that kind are lifted, not only spared the prior
+(a question that mentions tests or docs may be about the code as much)."""
 DEFINITIONS_REASON = 0.1
 """A file's definitions are named among its reasons when they gave it this share of its score."""
 DEFINES_MENTIONED = 1.0
@@ -304,7 +310,9 @@ def first_scores(
     for path, hit in hits.items():
         score = matches.fused(path)
         naming = namings.get(path)
-        if hit.kind not in query.asks_for and not (naming and naming.explicit):
+        if hit.kind in query.asks_for:
+            score *= ASKED_KIND_LIFT.get(hit.kind, 1.0)
+        elif not (naming and naming.explicit):
             score *= KIND_PRIOR.get(hit.kind, 0.45)
         if hit.access_rank is not None:
             recent_uses = current_score(hit.access_rank, now)

@@ -9,7 +9,7 @@ from filescout.core.words import unique_words
 from filescout.relevance.mentions import Mentions, mentions
 
 MAX_TERMS = 48
-# A question that is about tests or docs should not have them pushed down.
+# A question that is about tests, docs, documents or images should not have them pushed down.
 ASKS_FOR = {
     "test": re.compile(r"\b(tests?|testing|spec|specs|unit ?tests?|fixtures?|pytest|jest|coverage)\b", re.I),
     "docs": re.compile(r"\b(docs?|documentation|readme|changelog|guide|tutorial|docstrings?)\b", re.I),
@@ -19,6 +19,16 @@ ASKS_FOR = {
         re.I,
     ),
     "data": re.compile(r"\b(data|dataset|csv|fixtures?|json)\b", re.I),
+    "document": re.compile(
+        r"\b(documents?|pdfs?|specifications?|rfcs?|white ?papers?|slides?|slide ?decks?|presentations?|"
+        r"spreadsheets?|workbooks?|excel|word documents?|docx|pptx|xlsx|data ?sheets?|manuals?)\b",
+        re.I,
+    ),
+    "image": re.compile(
+        r"\b(images?|pictures?|photos?|photographs?|screenshots?|screen ?shots?|diagrams?|icons?|logos?|"
+        r"illustrations?|mock-?ups?|wireframes?|drawings?|png|jpe?g|svg|gif)\b",
+        re.I,
+    ),
 }
 
 
@@ -30,7 +40,7 @@ class Query:
     mentions: Mentions
     """The files, modules and symbols the question names explicitly (`routing.py`, `url_for`)."""
     asks_for: frozenset[str]
-    """File kinds the question is explicitly about (tests, docs, config, data)."""
+    """File kinds the question is explicitly about (tests, docs, config, data, documents, images)."""
 
     @property
     def match_expression(self) -> str | None:

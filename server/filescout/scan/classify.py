@@ -268,16 +268,7 @@ GENERATED_SUFFIXES = (
 )
 BINARY_EXTENSIONS = frozenset(
     {
-        ".png",
-        ".jpg",
-        ".jpeg",
-        ".gif",
-        ".bmp",
-        ".ico",
-        ".webp",
-        ".tiff",
         ".psd",
-        ".pdf",
         ".zip",
         ".gz",
         ".tgz",
@@ -321,7 +312,22 @@ BINARY_EXTENSIONS = frozenset(
         ".pkl",
     }
 )
-DATA_EXTENSIONS = frozenset({".csv", ".tsv", ".jsonl", ".ndjson", ".xml", ".svg", ".geojson"})
+DATA_EXTENSIONS = frozenset({".csv", ".tsv", ".jsonl", ".ndjson", ".xml", ".geojson"})
+DOCUMENT_FORMATS = {".pdf": "pdf", ".docx": "docx", ".pptx": "pptx", ".xlsx": "xlsx"}
+"""Documents whose text scan/extract.py reads: their format is their language."""
+IMAGE_FORMATS = {
+    ".png": "png",
+    ".jpg": "jpeg",
+    ".jpeg": "jpeg",
+    ".gif": "gif",
+    ".webp": "webp",
+    ".bmp": "bmp",
+    ".tif": "tiff",
+    ".tiff": "tiff",
+    ".ico": "ico",
+    ".svg": "svg",
+}
+"""Images whose facts (and an SVG's text) scan/extract.py reads: their format is their language."""
 
 TEST_DIRS = frozenset(
     {
@@ -385,6 +391,8 @@ def _split(path: str) -> tuple[str, str, list[str]]:
 
 def language_of(path: str, head: bytes = b"") -> str | None:
     name, suffix, _ = _split(path)
+    if suffix in DOCUMENT_FORMATS or suffix in IMAGE_FORMATS:
+        return DOCUMENT_FORMATS.get(suffix) or IMAGE_FORMATS[suffix]
     if name in LANGUAGE_BY_NAME:
         return LANGUAGE_BY_NAME[name]
     if suffix in LANGUAGE_BY_EXTENSION:
@@ -404,6 +412,12 @@ def language_of(path: str, head: bytes = b"") -> str | None:
 def is_binary(head: bytes) -> bool:
     """Git's rule: a NUL byte in the first 8 KB."""
     return b"\x00" in head[:BINARY_SNIFF_BYTES]
+
+
+def extracted_format(path: str) -> str | None:
+    """The document or image format whose text and facts scan/extract.py reads, by the name."""
+    _, suffix, _ = _split(path)
+    return DOCUMENT_FORMATS.get(suffix) or IMAGE_FORMATS.get(suffix)
 
 
 def is_sensitive(path: str) -> bool:
@@ -434,6 +448,10 @@ def looks_generated(head: bytes) -> bool:
 def kind_of(path: str, language: str | None, *, binary: bool, generated: bool) -> FileKind:
     name, suffix, dirs = _split(path)
     lower = name.lower()
+    if suffix in DOCUMENT_FORMATS:
+        return "document"
+    if suffix in IMAGE_FORMATS:
+        return "image"
     if binary or suffix in BINARY_EXTENSIONS:
         return "binary"
     if generated or lower in GENERATED_NAMES or lower.endswith(GENERATED_SUFFIXES):
@@ -463,6 +481,6 @@ def classify(path: str, head: bytes) -> Classification:
     if is_utf16(head):
         head = head.decode("utf-16", errors="replace").encode("utf-8")
     binary = is_binary(head)
-    language = None if binary else language_of(path, head)
+    language = language_of(path, head) if not binary or extracted_format(path) else None
     kind = kind_of(path, language, binary=binary, generated=not binary and looks_generated(head))
     return Classification(language=language, kind=kind, sensitive=is_sensitive(path))

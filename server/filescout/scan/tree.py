@@ -31,9 +31,10 @@ from filescout.core.beneath import (
     read_regular,
 )
 from filescout.core.errors import WorkspaceUnavailable
-from filescout.core.records import DirectoryListing, FileRecord, KnownFile
+from filescout.core.records import DirectoryListing, DocumentFacts, FileRecord, KnownFile
 from filescout.core.words import body_words, content_text, pack_words
-from filescout.scan.classify import BINARY_SNIFF_BYTES, classify
+from filescout.scan.classify import BINARY_SNIFF_BYTES, classify, extracted_format
+from filescout.scan.extract import extract
 from filescout.scan.ignore import IgnoreRules, read_ignore_file
 from filescout.vcs import git
 
@@ -48,6 +49,10 @@ READ_CHUNK = 128
 READS_IN_FLIGHT = 8
 """Read jobs under way at once: enough to keep every worker process busy."""
 OVERSIZED_HASH_BYTES = 1 << 20
+EXTRACTED_SIZE_LIMIT = 64 << 20
+"""Documents and images are read up to this size whatever `maxFileSize` says (that setting is
+about text: a 5 MB PDF holds less text than a 1 MB source file); beyond it they are oversized."""
+EXTRACTED_KINDS = ("document", "image")
 DENIED = (errno.EACCES, errno.EPERM)
 LISTING_TIMEOUT = 300.0
 """git listing a huge tree (a cold cache, a slow disk) is given this long."""
@@ -524,6 +529,8 @@ def _read_and_record(
     root: RootDir | str, relative: str, listed_size: int, max_file_size: int
 ) -> tuple[FileRecord, bytes] | None:
     """The record of one file and the bytes it was made from (see `read_record`)."""
+    if extracted_format(relative):
+        max_file_size = max(max_file_size, EXTRACTED_SIZE_LIMIT)
     try:
         with opened(root) as beneath:
             limit = OVERSIZED_HASH_BYTES if listed_size > max_file_size else -1
@@ -572,8 +579,17 @@ def read_outcome(root: RootDir | str, relative: str, listed_size: int, max_file_
     record, data = found
     if record.skip_reason is not None:
         return ReadOutcome(record)
-    body = body_words(content_text(data))
+    body = body_words(readable(record.kind, record.language, data)[0])
     return ReadOutcome(record, (record.hash, body, pack_words(body)))
+
+
+def readable(kind: str, language: str | None, data: bytes) -> tuple[str, DocumentFacts | None]:
+    """What a file says in words: a text file's text, or a document's or an image's extracted
+    text and its facts (bounded in time and size; trouble is a fact, never an exception)."""
+    if kind in EXTRACTED_KINDS and language:
+        extracted = extract(language, data)
+        return extracted.text, extracted.facts
+    return content_text(data), None
 
 
 def read_outcomes(job: ReadJob) -> list[ReadOutcome]:
