@@ -116,13 +116,12 @@ class Scheduler:
         self.ensure_draining()
         self._background.spawn(self._queue_neighbours(existing))
 
-    def returned(self, paths: Sequence[str], *, weight: float, recorded: int) -> None:
-        """What a question turned up is likely to be read next: annotate it soon, and count
-        the first few (lightly) as used. The count is written in the background: the answer
-        would otherwise wait for the writer, behind a transaction of the annotation backlog."""
+    def returned(self, paths: Sequence[str]) -> None:
+        """What a question turned up is likely to be read next: annotate it soon. It is not the
+        user's use, and is never counted as one: a file an answer merely named would otherwise
+        rank higher the next time, explained as "you used it recently", and feed on itself."""
         self.queue(paths, NEIGHBOUR)
         self.ensure_draining()
-        self._background.spawn(self._record_access(list(paths[:recorded]), weight=weight))
 
     async def _record_access(self, paths: Sequence[str], *, weight: float) -> None:
         """Count a use; on a full disk the count is lost, never the request that made it."""

@@ -52,9 +52,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RETURNED_ACCESS_COUNT = 3
-RETURNED_ACCESS_WEIGHT = 0.25
-
 T = TypeVar("T")
 
 
@@ -401,11 +398,7 @@ class Workspace:
         client = model.client if model is not None else None
         async for update in find(self._index, question, client, current=self._scheduler.current):
             if update.done and update.items:
-                self._scheduler.returned(
-                    [item.entry.path for item in update.items],
-                    weight=RETURNED_ACCESS_WEIGHT,
-                    recorded=RETURNED_ACCESS_COUNT,
-                )
+                self._scheduler.returned([item.entry.path for item in update.items])
             answer = FindUpdate.of(update)
             if update.done and params.prompt is not None:
                 answer.with_prompt(params.query, params.prompt.tokens)
