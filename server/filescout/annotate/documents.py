@@ -45,13 +45,13 @@ TAG_WORD_MIN = 4
 def annotate_document(item: FileToAnnotate, facts: DocumentFacts, *, with_words: bool = True) -> Annotation:
     """`with_words`: find the content words too (see `annotate_structure`)."""
     headings = list(dict.fromkeys(heading for heading in facts.headings if heading.strip()))
-    searchable = "\n".join([facts.title, *headings, item.text]) if with_words else ""
+    body = body_words("\n".join([facts.title, *headings, item.text])) if with_words else None
     return Annotation(
         summary=describe(facts, headings, item.text),
         tags=document_tags(item.path, facts, headings),
         symbols=headings,
         imports=[],
-        body=body_words(searchable) if with_words else None,
+        body=body or None,  # a picture without a title has no words: no empty row in the content index
     )
 
 

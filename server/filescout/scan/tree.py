@@ -580,6 +580,8 @@ def read_outcome(root: RootDir | str, relative: str, listed_size: int, max_file_
     if record.skip_reason is not None:
         return ReadOutcome(record)
     body = body_words(readable(record.kind, record.language, data)[0])
+    if not body and record.kind in EXTRACTED_KINDS:  # a picture: no words, and no empty row either
+        return ReadOutcome(record)
     return ReadOutcome(record, (record.hash, body, pack_words(body)))
 
 
