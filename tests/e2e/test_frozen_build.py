@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import procfs
+from harness import documents, procfs
 from harness.fake_openai import FakeOpenAI
 from harness.wire import ProgressClient, start_command, wait_until_idle
 from harness.workspaces import generate
@@ -101,11 +101,24 @@ def recording_git(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     yield folder, notes
 
 
+DOCUMENTS = {  # their readers (pypdf; the standard library's zip and expat) must be in the bundle
+    "docs/frozen-spec.pdf": documents.pdf(["Scope.", "Retries."], title="Frozen specification"),
+    "docs/frozen-review.docx": documents.docx(["The review."], title="Frozen review"),
+}
+DOCUMENT_SUMMARIES = {
+    "docs/frozen-spec.pdf": "PDF document “Frozen specification”, 2 pages",
+    "docs/frozen-review.docx": "Word document “Frozen review”",
+}
+
+
 def make_workspace(root: Path) -> Path:
     generate(root, 120, seed=3)  # enough to queue a batch for the workers
     for relative, text in {**{path: text for path, (text, _) in OUTLINED.items()}, **PLANTED}.items():
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         (root / relative).write_text(text)
+    for relative, data in DOCUMENTS.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_bytes(data)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     return root
 
@@ -139,7 +152,9 @@ async def test_serves_indexes_with_workers_outlines_and_leaves_git_the_system_li
         await client.wait_for_progress("end", timeout=300)
         workers = pool_workers(client.pid)  # the pool outlives its work by half a minute
         status = await client.command("filescout.status")
-        outlines = {relative: (await file_item(client, relative))["summary"] for relative in OUTLINED}
+        outlines = {
+            relative: (await file_item(client, relative))["summary"] for relative in [*OUTLINED, *DOCUMENTS]
+        }
     finally:
         await client.stop()
 
@@ -152,6 +167,8 @@ async def test_serves_indexes_with_workers_outlines_and_leaves_git_the_system_li
     assert set(status["byStatus"]) <= {"annotated", "skipped"}, status["byStatus"]
     for relative, (_, name) in OUTLINED.items():
         assert name in outlines[relative], (relative, outlines[relative])
+    for relative, summary in DOCUMENT_SUMMARIES.items():
+        assert outlines[relative].startswith(summary), (relative, outlines[relative])
 
     bundled = str(frozen.parent / "_internal")
     started_with = notes.read_text().splitlines()

@@ -16,9 +16,9 @@ it, so that installing the extension is all a user does.
 
 PyInstaller does not cross-compile: each platform's VSIX is built on that platform. The Python
 that runs this script must have filescout installed with the `freeze` extra (`pip install -e
-'.[freeze]'`; `[freeze,team,mcp]` for a server with every face; the spec takes `mcp` and `team`
-when they are installed). Needs Node.js 20 and npm; vsce comes from the npm registry through
-npx. Nothing else is downloaded.
+'.[freeze]'`; `[freeze,team,mcp,images]` for a server with every face and pictures for a model
+that can see; the spec takes `mcp`, `team` and Pillow when they are installed). Needs Node.js 20
+and npm; vsce comes from the npm registry through npx. Nothing else is downloaded.
 """
 
 from __future__ import annotations
