@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from filescout.relevance.report import Frame, Report
 from filescout.scan.classify import LANGUAGE_BY_EXTENSION
 
 # Where a chunk of text ends: whitespace, quotes, brackets and list punctuation. Paths, dotted
@@ -50,6 +51,14 @@ class Mentions:
     """Identifiers the question mentions, as written, for the files that define them."""
     scopes: frozenset[str] = frozenset()
     """Commit scopes as written (`fix(router):` -> router)."""
+    frames: tuple[Frame, ...] = ()
+    """A report's stack frames, innermost of each traceback first (report.py)."""
+    links: frozenset[str] = frozenset()
+    """Paths of source files a report links to (`…/blob/<ref>/src/app.py#L12` -> src/app.py)."""
+    whole_paths: bool = False
+    """Whether a path written with a directory, or a package's file name alone (`__init__.py`),
+    names only files it matches in two parts at least: a report's prose writes the user's own
+    paths (`src/project/__init__.py`)."""
 
     @property
     def words(self) -> list[str]:
@@ -61,7 +70,7 @@ class Mentions:
         ]
 
     def __bool__(self) -> bool:
-        return bool(self.paths or self.modules or self.symbols or self.scopes)
+        return bool(self.paths or self.modules or self.symbols or self.scopes or self.frames or self.links)
 
 
 @dataclass
@@ -70,10 +79,19 @@ class _Found:
     modules: set[tuple[str, ...]] = field(default_factory=set)
     symbols: set[str] = field(default_factory=set)
     scopes: set[str] = field(default_factory=set)
+    frames: list[Frame] = field(default_factory=list)
+    links: set[str] = field(default_factory=set)
+    whole_paths: bool = False
 
     def frozen(self) -> Mentions:
         return Mentions(
-            frozenset(self.paths), frozenset(self.modules), frozenset(self.symbols), frozenset(self.scopes)
+            frozenset(self.paths),
+            frozenset(self.modules),
+            frozenset(self.symbols),
+            frozenset(self.scopes),
+            tuple(self.frames),
+            frozenset(self.links),
+            self.whole_paths,
         )
 
 
@@ -184,6 +202,38 @@ def _read_text(found: _Found, text: str, *, quoted: bool) -> None:
         _read_chunk(found, chunk, called=called, quoted=quoted)
 
 
+CODE_SYMBOLS = 12
+"""Names read from any one code block: what a reproduction calls, not every variable of a log."""
+_LANGUAGE_WORDS = """
+self cls this super None True False null undefined nil from import for if else return def class
+print len str int list dict set tuple range type object isinstance getattr setattr hasattr
+"""
+LANGUAGE_WORDS = frozenset(_LANGUAGE_WORDS.split())
+"""Names every program uses: a file that defines `self` or `print` is not what the code is about."""
+IMPORTED = re.compile(r"^\s*(?:from\s+[\w.]+\s+)?import\s+(.+)$", re.M)
+
+
+def _read_code(found: _Found, text: str) -> None:
+    """A code block's names: dotted names, calls, code-shaped identifiers and capitalised ones
+    (classes: `Schema`, `Nested`), up to CODE_SYMBOLS of them; plain lower-case words are
+    variables and keywords, and carry nothing."""
+    block = _Found()
+    for names in IMPORTED.findall(text):  # `from pkg.fields import Integer, List`
+        block.symbols.update(name for name in re.findall(r"[A-Za-z_]\w+", names) if name != "as")
+    for match in CHUNK.finditer(text):
+        if len(block.symbols) >= CODE_SYMBOLS:
+            break
+        chunk = match.group(0).strip(".:")
+        called = text.startswith("(", match.end())
+        if chunk in LANGUAGE_WORDS or (not called and chunk.isalpha() and chunk[1:].islower()):
+            continue
+        if "/" in chunk or "\\" in chunk:
+            continue  # paths in a code block are the user's, or a log's
+        _read_chunk(block, chunk, called=called, quoted=False)
+    found.modules |= {parts for parts in block.modules if parts[0] not in LANGUAGE_WORDS or len(parts) > 2}
+    found.symbols |= block.symbols - LANGUAGE_WORDS
+
+
 def _read_scopes(found: _Found, text: str) -> str:
     """Commit scopes; returns the text with each `type(scope):` blanked, so `fix(` is not read
     as a call of `fix`."""
@@ -227,6 +277,40 @@ def mentions(text: str) -> Mentions:
     return found.frozen()
 
 
+FRAME_FUNCTIONS = 3
+"""The innermost frames of each traceback whose functions count as mentioned symbols."""
+
+
+def report_mentions(report: Report) -> Mentions:
+    """What a report names (report.py): its title and prose read as any question is, inline code
+    as quoted, code blocks for the names they call, links to source files as paths, and its
+    frames as frames, the innermost ones' functions as symbols."""
+    found = _Found(whole_paths=True)
+    prose = "\n".join([report.title, *report.prose])
+    prose = _read_scopes(found, prose)
+    _read_text(found, prose, quoted=False)
+    for span in report.spans:
+        if " " in span.strip():  # a line of code: read as code, not as a name
+            _read_code(found, span)
+        else:
+            _read_text(found, span, quoted=True)
+    for block in report.code:
+        _read_code(found, block)
+    for name, message in report.errors:
+        # The error's class, for the file that defines it; the module raising it is in the frames.
+        found.symbols.add(name.rpartition(".")[2])
+        _read_text(found, message, quoted=False)
+    found.paths.update(report.links)
+    found.links.update(report.links)
+    found.frames = list(report.frames)
+    found.symbols.update(
+        frame.function
+        for frame in report.frames
+        if frame.depth < FRAME_FUNCTIONS and len(frame.function) >= 2
+    )
+    return found.frozen()
+
+
 # -- matching ----------------------------------------------------------------------------------
 
 NAMES_PATH = 1.0
@@ -238,6 +322,13 @@ NAMES_MODULE = 0.3
 (`fix(router):`): a scope names an area, less surely than a file name does."""
 NAMES_AREA = 0.15
 """... by a commit scope equal to one of its directories."""
+NAMES_FRAME = 2.0
+"""... by the innermost frame of a traceback that is the workspace's (most fixes land there);
+each frame further out lifts its file half as much as the one inside it..."""
+NAMES_FRAME_FLOOR = 0.3
+"""...down to this."""
+NAMES_LINK = 2.0
+"""... by a link to its source (`…/blob/<ref>/src/app.py#L12`): the user points at the line."""
 
 
 @dataclass(frozen=True)
@@ -283,6 +374,41 @@ def _path_quality(mention: str, path: str) -> tuple[int, int, int] | None:
         return None
     whole = int(matched in (len(written), len(actual)))
     return matched, whole, same_case
+
+
+def _frame_namings(frames: Sequence[Frame], shortlist: _Shortlist) -> dict[str, tuple[float, str]]:
+    """The workspace files of a report's frames: path -> (lift, reason). Within a traceback the
+    innermost workspace frame lifts most, each one further out half as much; of several
+    tracebacks (chained exceptions, repeated runs) the one that matters most (Frame.trace) and
+    reaches the workspace counts fully, each next one half as much as the one before it."""
+    by_trace: dict[int, list[str]] = {}
+    for frame in frames:  # innermost first within each traceback
+        possible = shortlist.by_name.get(frame.path.rpartition("/")[2].lower(), [])
+        qualities = {p: q for p in possible if (q := _frame_quality(frame, p)) is not None}
+        matched = _best(qualities)
+        if len(matched) == 1:
+            by_trace.setdefault(frame.trace, []).append(matched[0])
+    namings: dict[str, tuple[float, str]] = {}
+    for later, trace in enumerate(sorted(by_trace)):
+        for outward, path in enumerate(by_trace[trace]):
+            lift = max(NAMES_FRAME * 0.5 ** (outward + later), NAMES_FRAME_FLOOR)
+            if lift > namings.get(path, (0.0, ""))[0]:
+                where = "the innermost frame" if outward == 0 else "a frame"
+                namings[path] = (lift, f"{where} of the question's traceback is in this file")
+    return namings
+
+
+def _frame_quality(frame: Frame, path: str) -> tuple[int, int, int] | None:
+    """How well a frame's file matches a workspace file: an installed package's path
+    (`pkg/mod.py`) must end the file's whole, any other (`/home/u/repo/pkg/mod.py`) in two parts
+    at least; a bare name (`File "x.py"`) is the user's script, not the workspace's."""
+    quality = _path_quality(frame.path, path)
+    if quality is None:
+        return None
+    parts = frame.path.strip("/").count("/") + 1
+    if (frame.installed and quality[0] < parts) or (not frame.installed and quality[0] < 2):
+        return None
+    return quality
 
 
 def module_parts(path: str) -> list[tuple[str, ...]]:
@@ -348,6 +474,7 @@ class _Shortlist:
 
 def _shortlist(found: Mentions, paths: Iterable[str]) -> _Shortlist:
     names = {written.rpartition("/")[2].lower() for written in found.paths}
+    names.update(frame.path.rpartition("/")[2].lower() for frame in found.frames)
     ends = {part for parts in found.modules for part in parts}
     shortlist = _Shortlist()
     for path in paths:
@@ -373,7 +500,7 @@ def name_files(found: Mentions, paths: Iterable[str]) -> dict[str, Naming]:
     the candidates that match it best (`http.js` with `adapters/http.js` written names only the
     file in `adapters`); a scope names every file whose stem, or a directory, it is."""
     namings: dict[str, Naming] = {}
-    if not (found.paths or found.modules or found.scopes):
+    if not (found.paths or found.modules or found.scopes or found.frames):
         return namings
     shortlist = _shortlist(found, paths)
 
@@ -384,9 +511,18 @@ def name_files(found: Mentions, paths: Iterable[str]) -> dict[str, Naming]:
     for written in found.paths:
         possible = shortlist.by_name.get(written.rpartition("/")[2].lower(), [])
         qualities = {p: q for p in possible if (q := _path_quality(written, p)) is not None}
+        if found.whole_paths and ("/" in written or _stem_of(written) in PACKAGE_STEMS):
+            qualities = {p: q for p, q in qualities.items() if q[0] >= 2}
         for path in _best(qualities):
             lift = NAMES_PATH if qualities[path][0] >= 2 else NAMES_FILE
             offer(path, Naming(lift, "the question names this file", explicit=True))
+    for written in found.links:
+        possible = shortlist.by_name.get(written.rpartition("/")[2].lower(), [])
+        qualities = {p: q for p in possible if (q := _path_quality(written, p)) is not None}
+        for path in _best(qualities):
+            offer(path, Naming(NAMES_LINK, "the question links to this file's source", explicit=True))
+    for path, (lift, reason) in _frame_namings(found.frames, shortlist).items():
+        offer(path, Naming(lift, reason, explicit=True))
     for parts in found.modules:
         candidates = {p for part in parts for p in shortlist.by_module_end.get(part, [])}
         spans = {p: span for p in candidates if (span := _module_match(parts, p))[1]}

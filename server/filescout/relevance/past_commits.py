@@ -15,6 +15,10 @@ files, never above them: history reorders and adds a few, it does not flood. Co-
 from the text searches' leaders only (so history's own picks bring no companions), lifts less
 and adds fewer. On the relevance cases the votes alone rank about as well as the text searches
 alone; fused they add R@1, Acc@5 and MRR on every repository (docs/BENCHMARKS.md).
+
+A question written as an issue (report.py) carries evidence of its own and is long and chatty
+where commit messages are short: its commits are searched for its title and strongest evidence
+only (Query.history_terms), and their lift and admission are scaled down (Query.history_share).
 """
 
 from __future__ import annotations
@@ -103,7 +107,8 @@ def kind_weight(kind: str, query: Query, prior: Mapping[str, float]) -> float:
 
 async def past_votes(index: Index, query: Query, scope: PathFilter, prior: Mapping[str, float]) -> Votes:
     """The votes of the commits most like the question for the files the workspace has now."""
-    terms = [term for term in query.terms if "_" not in term]  # its parts are terms too
+    searched = query.terms if query.history_terms is None else query.history_terms
+    terms = [term for term in searched if "_" not in term]  # its parts are terms too
     total, frequency = await index.history.frequencies(terms)
     match = expression(telling(terms, frequency, total))
     found = await index.history.matching(match, limit=COMMITS) if match else []
@@ -169,7 +174,9 @@ async def lift_by_history(
     without history."""
     lifts = HistoryLifts(scored)
     if votes.votes:
-        lifts = fuse(lifts, votes.votes, HIT_LIFT, ADMITTED, ADMIT_FLOOR)
+        # A report's own evidence weighs more than its likeness to past commits (query.py).
+        share = query.history_share
+        lifts = fuse(lifts, votes.votes, HIT_LIFT * share, ADMITTED, ADMIT_FLOOR, share)
         shown = {path for _, path in lifts.ranked}
         for path, vote in votes.votes.items():
             if vote >= REASON_FLOOR and path in shown:
@@ -189,12 +196,17 @@ async def lift_by_history(
 
 
 def fuse(
-    lifts: HistoryLifts, evidence: Mapping[str, float], lift: float, promoted: int, floor: float
+    lifts: HistoryLifts,
+    evidence: Mapping[str, float],
+    lift: float,
+    promoted: int,
+    floor: float,
+    admitted_share: float = 1.0,
 ) -> HistoryLifts:
     """Lift the ranked files by `lift` times their evidence (0..1); then the `promoted` files
     with the most evidence (at least `floor`), found by the text searches or not, rank at least
-    as if just below the ADMIT_BELOW-th file, scaled by their evidence: strong evidence places
-    a file among the first few, never above the leaders."""
+    as if just below the ADMIT_BELOW-th file, scaled by their evidence (and `admitted_share`):
+    strong evidence places a file among the first few, never above the leaders."""
     ranked = sorted(
         ((score * (1 + lift * evidence.get(path, 0.0)), path) for score, path in lifts.ranked),
         key=lambda entry: (-entry[0], entry[1]),
@@ -207,7 +219,7 @@ def fuse(
         below = ranked[min(ADMIT_BELOW, len(ranked)) - 1][0] if ranked else 1.0
         scores = {path: score for score, path in ranked}
         for value, path in strongest:
-            scores[path] = max(scores.get(path, 0.0), below * 0.99 * value)
+            scores[path] = max(scores.get(path, 0.0), below * 0.99 * value * admitted_share)
         ranked = sorted(((score, path) for path, score in scores.items()), key=lambda e: (-e[0], e[1]))
     return HistoryLifts(ranked, lifts.reasons)
 
