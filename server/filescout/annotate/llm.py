@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import msgspec
@@ -34,7 +33,6 @@ from filescout.core.records import Annotation, DocumentFacts
 from filescout.llm.client import (
     CHARS_PER_TOKEN,
     Answer,
-    BudgetSpent,
     Completes,
     Completion,
     MalformedAnswer,
@@ -42,6 +40,7 @@ from filescout.llm.client import (
     ModelError,
     ask,
     estimate_tokens,
+    text_tokens,
 )
 from filescout.llm.quoting import block, fenced, lines, one_line
 from filescout.llm.redact import redact, redact_head
@@ -218,19 +217,6 @@ def with_picture(messages: list[dict[str, Any]], picture: Picture) -> list[dict[
     return cast("list[dict[str, str]]", [messages[0], {**messages[1], "content": parts}, *messages[2:]])
 
 
-def text_tokens(messages: Sequence[dict[str, Any]]) -> int:
-    """The estimated tokens of the messages' text (of a list of parts, its text parts)."""
-    total = 0
-    for message in messages:
-        content = message["content"]
-        if isinstance(content, str):
-            total += estimate_tokens(content)
-        else:
-            texts = [part.get("text", "") for part in content if part.get("type") == "text"]
-            total += sum(estimate_tokens(text) for text in texts)
-    return total
-
-
 def image_request_tokens(item: ModelInput, per_image: int) -> int:
     """The input tokens an image's request is planned at: its text, and the picture at the
     `model.imageTokens` rate."""
@@ -241,10 +227,8 @@ def image_request_tokens(item: ModelInput, per_image: int) -> int:
 
 
 class ImageCall:
-    """`ask`'s client for a request with a picture. The model client plans a call, and charges
-    one whose endpoint reports no usage, by its messages' text: the picture is added here at the
-    `model.imageTokens` rate, checked against the budget before the call, and charged after when
-    the endpoint's count left it out (an endpoint that reports usage counts the picture itself)."""
+    """`ask`'s client for a request with a picture: the model client plans and charges the call
+    with the picture at the `model.imageTokens` rate."""
 
     def __init__(self, client: ModelClient, picture_tokens: int) -> None:
         self.client = client
@@ -258,24 +242,13 @@ class ImageCall:
         schema_name: str,
         max_output_tokens: int,
     ) -> Completion:
-        planned_input = text_tokens(messages) + self.picture_tokens
-        reason = self.client.budget.spent(planned_input + max_output_tokens)
-        if reason:
-            raise BudgetSpent(reason)
-        completion = await self.client.complete(
-            messages, schema=schema, schema_name=schema_name, max_output_tokens=max_output_tokens
+        return await self.client.complete(
+            messages,
+            schema=schema,
+            schema_name=schema_name,
+            max_output_tokens=max_output_tokens,
+            picture_tokens=self.picture_tokens,
         )
-        if completion.input_tokens == _client_estimate(messages) and planned_input > completion.input_tokens:
-            missing = planned_input - completion.input_tokens  # no usage reported: the client estimated
-            await self.client.budget.record(input_tokens=missing)
-            completion = replace(completion, input_tokens=planned_input)
-        return completion
-
-
-def _client_estimate(messages: Sequence[dict[str, Any]]) -> int:
-    """What the model client counts for messages whose endpoint reports no usage: each
-    content's length (a list of parts counts as its number of parts)."""
-    return sum(math.ceil(len(message["content"]) / CHARS_PER_TOKEN) for message in messages)
 
 
 def plan_requests(

@@ -19,7 +19,7 @@ import math
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
@@ -49,6 +49,20 @@ STRUCTURED_MODES: tuple[StructuredMode, ...] = ("json_schema", "json_object", "n
 
 def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def text_tokens(messages: Sequence[dict[str, Any]]) -> int:
+    """The estimated tokens of the messages' text (of a list of parts, its text parts)."""
+    total = 0
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            total += estimate_tokens(content)
+        else:
+            total += sum(
+                estimate_tokens(part.get("text", "")) for part in content if part.get("type") == "text"
+            )
+    return total
 
 
 class ModelError(Exception):
@@ -297,19 +311,24 @@ class ModelClient:
         max_output_tokens: int,
         deadline: float | None = None,
         retries: int | None = None,
+        picture_tokens: int = 0,
     ) -> Completion:
         """One chat completion that should return JSON matching `schema`. A caller someone
         waits on gives a `deadline` (time.monotonic()) and fewer `retries`: then no wait for a
         turn, no attempt and no backoff reaches past the deadline, and a call that timed out is
         not made again. Every attempt ends within the timeout setting, however the server
-        answers (a server that sends a byte a second never trips the HTTP client's read timeout)."""
-        planned = sum(estimate_tokens(message["content"]) for message in messages) + max_output_tokens
+        answers (a server that sends a byte a second never trips the HTTP client's read timeout).
+        `picture_tokens`: what the messages' pictures count at the endpoint's image rate, planned
+        and charged with their text (an endpoint that reports usage counts them itself)."""
+        planned = text_tokens(messages) + picture_tokens + max_output_tokens
         allowed = self.settings.max_retries if retries is None else min(retries, self.settings.max_retries)
         attempt = 0
         while True:
             async with self._turn(planned, deadline):
                 try:
-                    return await self._call(messages, schema, schema_name, max_output_tokens, deadline)
+                    return await self._call(
+                        messages, schema, schema_name, max_output_tokens, deadline, picture_tokens
+                    )
                 except _Retryable as failure:
                     delay = self._retry_delay(failure, attempt, allowed, deadline)
                     if delay is None:
@@ -377,6 +396,7 @@ class ModelClient:
         schema_name: str,
         max_output_tokens: int,
         deadline: float | None,
+        picture_tokens: int = 0,
     ) -> Completion:
         """One attempt (stepping down the response format where the endpoint rejects it).
         Raises _Retryable for what may work next time, a ModelError for what will not."""
@@ -422,11 +442,7 @@ class ModelClient:
                     error, _detail(error), timed_out=isinstance(error, openai.APITimeoutError)
                 ) from error
             self.breaker.success()
-            input_tokens = (
-                usage[0]
-                if usage[0] is not None
-                else sum(estimate_tokens(message["content"]) for message in messages)
-            )
+            input_tokens = usage[0] if usage[0] is not None else text_tokens(messages) + picture_tokens
             output_tokens = usage[1] if usage[1] is not None else estimate_tokens(text)
             await self.budget.record(calls=1, input_tokens=input_tokens, output_tokens=output_tokens)
             return Completion(text=text, input_tokens=input_tokens, output_tokens=output_tokens)
