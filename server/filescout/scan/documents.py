@@ -21,6 +21,7 @@ from functools import cache
 from io import BytesIO
 from itertools import islice
 from types import ModuleType
+from typing import TypeVar
 from xml.parsers import expat
 
 from filescout.core.records import DocumentFacts, Extracted
@@ -290,16 +291,28 @@ class _Counts:
             self.pages += data
 
 
+_Handler = TypeVar("_Handler", bound=XmlReader)
+
+
+def _metadata(
+    package: Package, package_rels: _Relationships, kind: str, usual: str, handler: _Handler
+) -> _Handler | None:
+    """A metadata part (core or extended properties) read into `handler`; None when it is
+    missing or unreadable: the text still counts."""
+    part = (package_rels.of_type(kind) or [usual])[0]
+    if part not in package:
+        return None
+    try:
+        _read_part(package, part, handler, METADATA_BYTES)
+    except Stop:
+        return None
+    return handler
+
+
 def _package_facts(package: Package, package_rels: _Relationships, facts: DocumentFacts) -> DocumentFacts:
     """The core properties; left out when missing or unreadable (the text still counts)."""
-    core = package_rels.of_type(CORE_PROPERTIES) or ["docProps/core.xml"]
-    if core[0] not in package:
-        return facts
-    properties = _Properties()
-    try:
-        with package.open(core[0], METADATA_BYTES) as stream:
-            parse_xml(stream, properties, package.budget)
-    except (Stop, expat.ExpatError, *ARCHIVE_ERRORS):
+    properties = _metadata(package, package_rels, CORE_PROPERTIES, "docProps/core.xml", _Properties())
+    if properties is None:
         return facts
     values = {name: clip(value) for name, value in properties.values.items()}
     return replace(
@@ -479,14 +492,8 @@ def docx(data: bytes, budget: Budget) -> Extracted:
 
 
 def _recorded_pages(package: Package, package_rels: _Relationships) -> int | None:
-    found = package_rels.of_type("extended-properties") or ["docProps/app.xml"]
-    if found[0] not in package:
-        return None
-    counts = _Counts()
-    try:
-        with package.open(found[0], METADATA_BYTES) as stream:
-            parse_xml(stream, counts, package.budget)
-    except (Stop, expat.ExpatError, *ARCHIVE_ERRORS):
+    counts = _metadata(package, package_rels, "extended-properties", "docProps/app.xml", _Counts())
+    if counts is None:
         return None
     pages = counts.pages.strip()
     count = _count(pages)
