@@ -159,10 +159,22 @@ def shown_paths(text: str) -> list[str]:
     return [line.split(". ", 1)[1] for line in text.splitlines() if re.match(r"\d+\. ", line)]
 
 
+async def until_annotated(session: Any, timeout: float = 60.0) -> None:
+    """Wait until the index is idle with nothing left to annotate."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        status = (await session.call_tool("index_status", {})).structured_content
+        if status["phase"] == "idle" and not {"pending", "stale"} & set(status["byStatus"]):
+            return
+        assert asyncio.get_running_loop().time() < deadline, f"still annotating: {status}"
+        await asyncio.sleep(0.1)
+
+
 async def test_prompt_tokens_bound_the_structured_content_too(shop: Path, tmp_path: Path) -> None:
     """The structured content carries the files the text shows, no more, and says how many
     were left out; a listing's next page starts with them."""
     async with mcp_session(shop, tmp_path / "cache", tmp_path / "stderr") as session:
+        await until_annotated(session)  # the bound is only tested once summaries fill the lines
         question = {"query": "cart checkout payment refund discount", "limit": 20}
         whole = await session.call_tool("find_relevant_files", {**question, "prompt_tokens": 200_000})
         everything = [item["path"] for item in whole.structured_content["items"]]
