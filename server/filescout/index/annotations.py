@@ -84,13 +84,7 @@ class Annotations:
             ]
             if described:
                 await DefinitionIndex.store(db, described)
-            await Catalogue.show(
-                db,
-                annotator,
-                [digest for digest, _ in annotations],
-                replace=replace,
-                words={digest: item.words for digest, item in annotations if item.words is not None},
-            )
+            await Catalogue.show(db, annotator, annotations, replace=replace)
 
     async def drop_orphans(self) -> int:
         """Forget the content words and definitions of contents no file has any more, and the

@@ -15,13 +15,14 @@ from typing import Any
 import aiosqlite
 import msgspec
 
-from filescout.core.records import FileEntry, FileRecord, IndexWords, KnownFile
+from filescout.core.records import Annotation, FileEntry, FileRecord, IndexWords, KnownFile
 from filescout.index.access import AccessLog
 from filescout.index.database import Database, json_list
 from filescout.index.graph import ImportGraph
 from filescout.index.search import ContentIndex, DescriptionIndex
 
 _decode_list = msgspec.json.Decoder(list[str]).decode
+_encode = msgspec.json.encode
 
 STATUS_SQL = """
     CASE
@@ -243,27 +244,46 @@ class Catalogue:
     async def show(
         db: aiosqlite.Connection,
         annotator: str,
-        hashes: Iterable[str],
+        annotations: Sequence[tuple[str, Annotation]],
         *,
         replace: bool,
-        words: Mapping[str, IndexWords] | None = None,
-    ) -> list[str]:
+    ) -> None:
         """Inside a transaction: files with these contents now show `annotator`'s annotation
-        (with `replace=False`, only files that show none yet). `words`: the annotations'
-        full-text words by content hash, when found where they were made. Returns their paths."""
-        condition = "" if replace else "AND annotator IS NULL"
+        (with `replace=False`, only files that show none yet). Everything their rows, full-text
+        rows and import keys need is in `annotations`: the rows are written from it in one
+        statement each, nothing read back through a join."""
+        condition = "" if replace else "AND files.annotator IS NULL"
+        by_hash = dict(annotations)
         rows = await db.execute_fetchall(
             f"""
-            UPDATE files SET annotator = ?
-            WHERE hash IN (SELECT value FROM json_each(?)) {condition}
-            RETURNING path
+            UPDATE files SET annotator = :annotator, summary = shown.summary, tags = shown.tags
+            FROM (SELECT value ->> 0 AS hash, value ->> 1 AS summary, value ->> 2 AS tags
+                  FROM json_each(:shown)) AS shown
+            WHERE files.hash = shown.hash {condition}
+            RETURNING files.id, files.path, files.hash, files.language
             """,
-            (annotator, json_list(hashes)),
+            {
+                "annotator": annotator,
+                "shown": json_list(
+                    (digest, item.summary, _encode(item.tags).decode()) for digest, item in by_hash.items()
+                ),
+            },
         )
-        paths = [str(row[0]) for row in rows]
-        shown = {(digest, annotator): item for digest, item in words.items()} if words else None
-        await Catalogue.show_annotations(db, paths, shown)
-        return paths
+        shown = sorted(
+            (int(file_id), str(path), by_hash[digest], language) for file_id, path, digest, language in rows
+        )
+        await DescriptionIndex.rewrite(
+            db,
+            [
+                (file_id, path, item.summary, item.words, item.symbols, item.tags)
+                for file_id, path, item, _ in shown
+            ],
+        )
+        await ImportGraph.rewrite(
+            db,
+            [file_id for file_id, _, _, _ in shown],
+            [(file_id, path, language, item.imports) for file_id, path, item, language in shown],
+        )
 
     @staticmethod
     async def show_annotations(

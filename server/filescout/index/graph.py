@@ -50,6 +50,30 @@ class ImportGraph:
         )
 
     @staticmethod
+    async def rewrite(
+        db: aiosqlite.Connection,
+        file_ids: Sequence[int],
+        imports: Iterable[tuple[int, str, str | None, Sequence[str]]],
+    ) -> None:
+        """Inside a transaction: replace the keys of `file_ids` with those of what they now
+        import — (file id, path, language, imports) — with nothing read back."""
+        if not file_ids:
+            return
+        await db.execute(
+            "DELETE FROM import_keys WHERE file_id IN (SELECT value FROM json_each(?))",
+            (json_list(file_ids),),
+        )
+        await db.executemany(
+            "INSERT OR IGNORE INTO import_keys(key, file_id) VALUES (?, ?)",
+            [
+                (key, file_id)
+                for file_id, path, language, found in imports
+                if found
+                for key in import_keys(path, language, list(found))
+            ],
+        )
+
+    @staticmethod
     async def forget(db: aiosqlite.Connection, gone: str) -> None:
         """Inside a transaction, before the files' rows go: drop the keys of the paths in the
         JSON array `gone`."""

@@ -91,6 +91,30 @@ class DescriptionIndex:
         )
 
     @staticmethod
+    async def rewrite(
+        db: aiosqlite.Connection,
+        rows: Sequence[tuple[int, str, str, IndexWords | None, Sequence[str], Sequence[str]]],
+    ) -> None:
+        """Inside a transaction: replace the rows of these files, in row-id order, from what
+        they now show — (file id, path, summary, words found where the annotation was made or
+        None, symbols, tags) — with nothing read back."""
+        if not rows:
+            return
+        await db.executemany("DELETE FROM files_fts WHERE rowid = ?", [(row[0],) for row in rows])
+        await db.executemany(
+            "INSERT INTO files_fts(rowid, path, symbols, tags, summary) VALUES (?, ?, ?, ?, ?)",
+            [
+                (
+                    file_id,
+                    path_words(path),
+                    *((words.symbols, words.tags) if words else (join_words(symbols), join_words(tags))),
+                    summary,
+                )
+                for file_id, path, summary, words, symbols, tags in rows
+            ],
+        )
+
+    @staticmethod
     async def forget(db: aiosqlite.Connection, gone: str) -> None:
         """Inside a transaction, before the files' rows go: drop the rows of the paths in the
         JSON array `gone`."""
