@@ -33,9 +33,10 @@ from filescout.engine.settings import default_db_path
 from filescout.index import Index
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.past_commits import lift_by_history, past_votes
-from filescout.relevance.prefilter import KIND_PRIOR, prefilter
+from filescout.relevance.prefilter import prefilter
 from filescout.relevance.query import analyse
 from filescout.relevance.signals import Signals
+from filescout.relevance.weights import KIND_PRIOR
 from filescout.vcs.commits import MAX_COMMITS
 from harness import launch
 from harness.procfs import load_average

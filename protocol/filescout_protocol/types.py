@@ -721,6 +721,15 @@ class StatusResult(_Payload):
             "(JSON cannot carry them); the server's log names them with `\\xNN` escapes."
         ),
     ] = 0
+    ranking: Annotated[
+        Union[str, None],
+        Meta(
+            description="How questions are ranked: the default fusion weights (fitting them on "
+            "the repository's history is off unless FILESCOUT_RELEVANCE_WITH=fit), or the weights "
+            "fitted on it and how much better they ranked its newest commits, or the defaults and "
+            "why; null while a fit is awaited."
+        ),
+    ] = None
 
 
 class AnnotateParams(_Params):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from filescout.relevance.signals import ENVIRONMENT, Signals
+from filescout.relevance.signals import ENVIRONMENT, ENVIRONMENT_WITH, Signals
 
 
 def test_every_signal_is_on_unless_left_out() -> None:
@@ -25,3 +25,10 @@ def test_signals_are_left_out_by_name() -> None:
 def test_an_unknown_signal_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="unknown signals \\['histroy'\\]"):
         Signals.from_environment({ENVIRONMENT: "histroy"})
+
+
+def test_an_unproven_signal_is_off_unless_asked_for() -> None:
+    assert not Signals().fit and not Signals.from_environment({}).fit
+    assert Signals.from_environment({ENVIRONMENT_WITH: "fit"}).fit
+    with pytest.raises(ValueError, match="unknown signals \\['history'\\]"):
+        Signals.from_environment({ENVIRONMENT_WITH: "history"})  # a proven one is on already

@@ -609,4 +609,8 @@ export interface StatusResult {
    * Files the last full scan left out because their names are not valid UTF-8 (JSON cannot carry them); the server's log names them with `\xNN` escapes.
    */
   skippedNames?: number;
+  /**
+   * How questions are ranked: the default fusion weights (fitting them on the repository's history is off unless FILESCOUT_RELEVANCE_WITH=fit), or the weights fitted on it and how much better they ranked its newest commits, or the defaults and why; null while a fit is awaited.
+   */
+  ranking?: string | null;
 }

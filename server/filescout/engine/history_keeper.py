@@ -19,6 +19,9 @@ from filescout.core.records import PastCommit
 from filescout.engine.faults import index_damage
 from filescout.index import Index
 from filescout.index.history import HistoryState
+from filescout.relevance.fit import fit_ranking, needs_fit
+from filescout.relevance.signals import Signals
+from filescout.relevance.weights import META_KEY, encode, stored_fit
 from filescout.vcs.commits import (
     BATCH,
     MAX_COMMITS,
@@ -54,6 +57,7 @@ class HistoryKeeper:
         async with self._lock:
             try:
                 await self._update()
+                await self._fit_ranking()
             except HistoryUnavailable as exc:
                 log.warning("the repository's history is not indexed: %s", exc)
             except Exception as exc:
@@ -71,6 +75,18 @@ class HistoryKeeper:
             self._signature = signature
             raise
         self._signature = signature
+
+    async def _fit_ranking(self) -> None:
+        """Fit the ranking's weights on the history when none were, or it has grown by a margin
+        since (relevance/fit.py), when fitting is asked for (an unproven signal); a fit costs
+        about one question per past commit it asks."""
+        if not Signals.from_environment().fit:
+            return
+        state = await self._index.history.state()
+        if state is None or state.tip is None or not needs_fit(await stored_fit(self._index), state.commits):
+            return
+        fit = await fit_ranking(self._index, state.commits)
+        await self._index.meta.set(META_KEY, encode(fit))
 
     async def _bring_to_head(self) -> None:
         head = await asyncio.to_thread(find_head, self._root)

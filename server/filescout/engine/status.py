@@ -17,6 +17,7 @@ from filescout.engine.sharing import cache_status
 from filescout.engine.shown import shown
 from filescout.index import Index
 from filescout.llm.client import CHARS_PER_TOKEN, BudgetSpent
+from filescout.relevance.weights import ranking_status
 from filescout_protocol.types import PROTOCOL_VERSION, ModelStatus, Settings, StatusResult
 
 ESTIMATED_OUTLINE_TOKENS = 200  # outline and a share of the instructions, per file
@@ -49,6 +50,7 @@ async def workspace_status(
             shared_cache=cache_status(scheduler.model.shared) if scheduler.model.shared is not None else None,
             last_error=board.last_error,
             skipped_names=int(await index.meta.get(SKIPPED_NAMES) or 0),
+            ranking=await ranking_status(index),
         )
     )
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import aiosqlite
+import msgspec
 
 from filescout.core.records import PastCommit
 from filescout.core.words import body_words
@@ -109,17 +110,18 @@ class History:
 
     # -- questions ----------------------------------------------------------------------------
 
-    async def matching(self, match: str, *, limit: int) -> list[CommitHit]:
-        """The commits whose messages match best (BM25), best first."""
+    async def matching(self, match: str, *, limit: int, before: int | None = None) -> list[CommitHit]:
+        """The commits whose messages match best (BM25), best first; with `before`, only
+        commits older than that id (the history as it stood then)."""
         rows = await self._db.questions.fetchall(
             """
             SELECT c.id, hex(c.sha), c.time, c.changed, c.subject, hit.score FROM (
                 SELECT rowid, bm25(commits_fts) AS score
-                FROM commits_fts WHERE commits_fts MATCH ? ORDER BY score LIMIT ?
+                FROM commits_fts WHERE commits_fts MATCH ? AND rowid < ? ORDER BY score LIMIT ?
             ) AS hit JOIN commits AS c ON c.id = hit.rowid
             ORDER BY hit.score
             """,
-            (match, limit),
+            (match, _horizon(before), limit),
         )
         return [
             CommitHit(int(i), str(sha).lower(), int(t), int(changed), str(subject), -float(score))
@@ -153,23 +155,70 @@ class History:
             found.setdefault(int(commit_id), []).append((str(path), str(kind)))
         return found
 
-    async def commits_touching(self, paths: Sequence[str], *, recent: int) -> dict[str, list[int]]:
-        """The newest `recent` commits that touched each of `paths`, newest first."""
+    async def commits_touching(
+        self, paths: Sequence[str], *, recent: int, before: int | None = None
+    ) -> dict[str, list[int]]:
+        """The newest `recent` commits that touched each of `paths`, newest first; with
+        `before`, among the commits older than that id."""
         rows = await self._db.questions.fetchall(
             """
             SELECT path, commit_id FROM (
                 SELECT p.path, cf.commit_id,
                     row_number() OVER (PARTITION BY p.id ORDER BY cf.commit_id DESC) AS n
                 FROM history_paths AS p JOIN commit_files AS cf ON cf.path_id = p.id
-                WHERE p.path IN (SELECT value FROM json_each(?))
+                WHERE p.path IN (SELECT value FROM json_each(?)) AND cf.commit_id < ?
             ) WHERE n <= ? ORDER BY commit_id DESC
             """,
-            (json_list(paths), recent),
+            (json_list(paths), _horizon(before), recent),
         )
         found: dict[str, list[int]] = {}
         for path, commit_id in rows:
             found.setdefault(str(path), []).append(int(commit_id))
         return found
+
+    async def recent_examples(
+        self, count: int, *, most_files: int, kinds: Sequence[str] = ("source",)
+    ) -> list[PastExample]:
+        """The newest `count` commits that touched between one and `most_files` files, some of
+        them files of `kinds` the workspace has now, newest first, with those files: what the
+        repository's own past says a question like each subject was about."""
+        rows = await self._db.questions.fetchall(
+            """
+            SELECT c.id, c.subject, json_group_array(f.path) FROM (
+                SELECT id, subject, changed FROM commits ORDER BY id DESC LIMIT :window
+            ) AS c
+            JOIN commit_files AS cf ON cf.commit_id = c.id
+            JOIN history_paths AS p ON p.id = cf.path_id
+            JOIN files AS f ON f.path = p.path AND f.kind IN (SELECT value FROM json_each(:kinds))
+            WHERE c.changed BETWEEN 1 AND :most
+            GROUP BY c.id ORDER BY c.id DESC LIMIT :count
+            """,
+            {"most": most_files, "count": count, "kinds": json_list(kinds), "window": count * EXAMPLES_AMONG},
+        )
+        return [
+            PastExample(int(commit_id), str(subject), tuple(sorted(_decode_paths(paths))))
+            for commit_id, subject, paths in rows
+        ]
+
+
+EXAMPLES_AMONG = 20
+"""Past examples are looked for among this many times as many of the newest commits."""
+
+
+def _horizon(before: int | None) -> int:
+    return before if before is not None else 1 << 62
+
+
+@dataclass(frozen=True, slots=True)
+class PastExample:
+    """A past commit as a question with its answer: its subject, and the files it touched."""
+
+    id: int
+    subject: str
+    paths: tuple[str, ...]
+
+
+_decode_paths = msgspec.json.Decoder(list[str]).decode
 
 
 async def _erase(db: aiosqlite.Connection) -> None:

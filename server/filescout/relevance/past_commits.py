@@ -105,40 +105,74 @@ def kind_weight(kind: str, query: Query, prior: Mapping[str, float]) -> float:
     return 1.0 if kind in query.asks_for else prior.get(kind, 0.45)
 
 
-async def past_votes(index: Index, query: Query, scope: PathFilter, prior: Mapping[str, float]) -> Votes:
-    """The votes of the commits most like the question for the files the workspace has now."""
+@dataclass
+class RawVotes:
+    """The votes before any kind prior: what fitting the priors re-weighs without searching again."""
+
+    raw: dict[str, float] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
+    voters: dict[str, list[tuple[float, CommitHit]]] = field(default_factory=dict)
+
+
+async def gather_votes(index: Index, query: Query, scope: PathFilter, before: int | None = None) -> RawVotes:
+    """The commits most like the question (older than `before`, when given) and what each
+    says of the files the workspace has now."""
     searched = query.terms if query.history_terms is None else query.history_terms
     terms = [term for term in searched if "_" not in term]  # its parts are terms too
     total, frequency = await index.history.frequencies(terms)
     match = expression(telling(terms, frequency, total))
-    found = await index.history.matching(match, limit=COMMITS) if match else []
+    found = await index.history.matching(match, limit=COMMITS, before=before) if match else []
+    votes = RawVotes()
     if not found:
-        return Votes()
+        return votes
     best = found[0].score
     voting = [commit for commit in found if best > 0 and commit.score >= CLOSE_TO_BEST * best]
     newest = max(commit.id for commit in found)
     touched = await index.history.files_of(commit.id for commit in voting)
-    raw: Counter[str] = Counter()
-    voters: dict[str, list[tuple[float, CommitHit]]] = {}
     for commit in voting:
         weight = (commit.score / best) * 0.5 ** ((newest - commit.id) / HALF_LIFE)
         weight /= max(commit.changed, 1) ** DAMPING
         for path, kind in touched.get(commit.id, []):
-            if scope.matches(path) and (share := weight * kind_weight(kind, query, prior)) > 0:
-                raw[path] += share
-                voters.setdefault(path, []).append((share, commit))
-    if not raw:
+            if scope.matches(path):
+                votes.raw[path] = votes.raw.get(path, 0.0) + weight
+                votes.kinds[path] = kind
+                votes.voters.setdefault(path, []).append((weight, commit))
+    return votes
+
+
+def weigh_votes(raw: RawVotes, query: Query, prior: Mapping[str, float]) -> Votes:
+    """The votes after each file's kind prior, the best 1."""
+    weighed: dict[str, float] = {}
+    voters: dict[str, list[tuple[float, CommitHit]]] = {}
+    for path, value in raw.raw.items():
+        factor = kind_weight(raw.kinds[path], query, prior)
+        if value * factor > 0:
+            weighed[path] = value * factor
+            voters[path] = [(weight * factor, commit) for weight, commit in raw.voters[path]]
+    if not weighed:
         return Votes()
-    top = max(raw.values())
-    return Votes({path: value / top for path, value in raw.items()}, voters)
+    top = max(weighed.values())
+    return Votes({path: value / top for path, value in weighed.items()}, voters)
+
+
+async def past_votes(
+    index: Index, query: Query, scope: PathFilter, prior: Mapping[str, float], before: int | None = None
+) -> Votes:
+    """The votes of the commits most like the question for the files the workspace has now."""
+    return weigh_votes(await gather_votes(index, query, scope, before), query, prior)
 
 
 async def companions(
-    index: Index, leaders: list[str], query: Query, scope: PathFilter, prior: Mapping[str, float]
+    index: Index,
+    leaders: list[str],
+    query: Query,
+    scope: PathFilter,
+    prior: Mapping[str, float],
+    before: int | None = None,
 ) -> dict[str, tuple[float, str]]:
     """Files that changed in many of a leader's commits: path -> (share, the leader). The
     share is the leader's weight by rank (1, 1/2, 1/3) times how often they changed together."""
-    theirs = await index.history.commits_touching(leaders, recent=CO_RECENT)
+    theirs = await index.history.commits_touching(leaders, recent=CO_RECENT, before=before)
     commits = {commit for found in theirs.values() for commit in found}
     touched = await index.history.files_of(commits) if commits else {}
     found: dict[str, tuple[float, str]] = {}
@@ -168,22 +202,18 @@ async def lift_by_history(
     scope: PathFilter,
     prior: Mapping[str, float],
     votes: Votes,
+    *,
+    weight: float = 1.0,
+    before: int | None = None,
 ) -> HistoryLifts:
     """`scored` (best first) with history's evidence fused in (`votes`: past_votes', which do
     not depend on the text ranking, so they are sought beside the text searches); unchanged
-    without history."""
-    lifts = HistoryLifts(scored)
-    if votes.votes:
-        # A report's own evidence weighs more than its likeness to past commits (query.py).
-        share = query.history_share
-        lifts = fuse(lifts, votes.votes, HIT_LIFT * share, ADMITTED, ADMIT_FLOOR, share)
-        shown = {path for _, path in lifts.ranked}
-        for path, vote in votes.votes.items():
-            if vote >= REASON_FLOOR and path in shown:
-                lifts.reasons.setdefault(path, []).append(past_reason(votes.voters[path]))
+    without history. `weight` scales how far the votes move files (weights.Weights.history);
+    `before`: the history as it stood before that commit."""
+    lifts = fuse_votes(HistoryLifts(scored), votes, query, weight)
     # The text searches' leaders: a file history put first does not bring its own companions.
     leaders = [path for _, path in scored[:CO_LEADERS]]
-    found = await companions(index, leaders, query, scope, prior) if leaders else {}
+    found = await companions(index, leaders, query, scope, prior, before) if leaders else {}
     if found:
         shares = {path: share for path, (share, _) in found.items()}
         lifted = fuse(HistoryLifts(lifts.ranked), shares, CO_LIFT, CO_ADMITTED, CO_CONFIDENCE)
@@ -192,6 +222,22 @@ async def lift_by_history(
         for path, (share, leader) in found.items():
             if path in shown and share >= CO_CONFIDENCE:
                 lifts.reasons.setdefault(path, []).append(f"changes together with {leader}")
+    return lifts
+
+
+def fuse_votes(lifts: HistoryLifts, votes: Votes, query: Query, weight: float = 1.0) -> HistoryLifts:
+    """The past commits' votes fused into the ranking, with their reasons."""
+    if not votes.votes:
+        return lifts
+    # A report's own evidence weighs more than its likeness to past commits (query.py).
+    share = query.history_share
+    lifts = fuse(
+        lifts, votes.votes, HIT_LIFT * share * weight, ADMITTED, ADMIT_FLOOR, share * min(weight, 1.0)
+    )
+    shown = {path for _, path in lifts.ranked}
+    for path, vote in votes.votes.items():
+        if vote >= REASON_FLOOR and path in shown:
+            lifts.reasons.setdefault(path, []).append(past_reason(votes.voters[path]))
     return lifts
 
 

@@ -14,6 +14,10 @@ Two more signals: definitions are searched on their own and rolled up to their f
 file with one function about the question is not drowned by its other words; definitions.py),
 and the files the leaders import, or are imported by, gain a small share of their scores
 (graph.py).
+
+How much the content counts beside the description, the definitions' lift, the kind priors and
+the history's votes are weights (weights.py): the defaults, or those fitted on the repository's
+own past commits where they ranked its newest commits better (fit.py).
 """
 
 from __future__ import annotations
@@ -36,24 +40,12 @@ from filescout.relevance.mentions import Mentions, Naming, defined, name_files, 
 from filescout.relevance.past_commits import lift_by_history, past_votes
 from filescout.relevance.query import Query, expression
 from filescout.relevance.signals import Signals
+from filescout.relevance.weights import DEFAULT, KIND_PRIOR, Weights, current_weights
 from filescout.scan.classify import SOURCE_LANGUAGES
 
 STRUCTURE_WEIGHTS = (6.0, 3.0, 1.0, 2.0)  # path words, symbols, summary, tags
-CONTENT_WEIGHT = 1.0
 POOL = 200
 SCOPED_POOL = 4000
-KIND_PRIOR = {
-    "source": 1.0,
-    "test": 0.45,
-    "config": 0.5,
-    "docs": 0.35,
-    "document": 0.35,
-    "image": 0.2,
-    "other": 0.45,
-    "data": 0.3,
-    "generated": 0.2,
-    "binary": 0.0,
-}
 ASKED_KIND_LIFT = {"document": 1.5, "image": 1.5}
 """A question that names a document or an image as what it is after ("which PDF specifies",
 "the architecture diagram") wants one: files of that kind are lifted, not only spared the prior
@@ -125,10 +117,15 @@ class TextMatches:
     """path -> its definitions that match, when definitions were searched"""
     defined_lifts: dict[str, float] = field(default_factory=dict)
     """path -> what its matching definitions add to its score"""
+    weights: Weights = DEFAULT
 
     def fused(self, path: str) -> float:
         described, content = self.scores[path]
-        return described + CONTENT_WEIGHT * content + self.defined_lifts.get(path, 0.0)
+        return (
+            described
+            + self.weights.content * content
+            + self.weights.definitions * self.defined_lifts.get(path, 0.0)
+        )
 
     def add_definitions(self, found: list[DefinitionHit]) -> None:
         """Fuse the definitions' ranking into the files': each file's rolled-up score, scaled
@@ -142,11 +139,13 @@ class TextMatches:
         self.defined_lifts = defined_here.lifts(self.defined, text)
 
 
-async def search_both(index: Index, terms: list[str], *, limit: int, definitions: int = 0) -> TextMatches:
+async def search_both(
+    index: Index, terms: list[str], *, limit: int, definitions: int = 0, weights: Weights = DEFAULT
+) -> TextMatches:
     """Both full-text searches for `terms`, side by side (two connections), after dropping
     terms too common to tell files apart; with `definitions`, that many best definitions too,
     fused in."""
-    matches = TextMatches()
+    matches = TextMatches(weights=weights)
     if not terms:
         return matches
     total, frequency = await index.contents.frequencies(terms)
@@ -222,17 +221,22 @@ async def prefilter(
     current: str,
     now: float | None = None,
     signals: Signals | None = None,
+    weights: Weights | None = None,
 ) -> list[Candidate]:
     """The best `limit` files for `query` within `scope`, best first. `current` is the
-    annotator whose annotations count as up to date."""
+    annotator whose annotations count as up to date; `weights`: the workspace's (weights.py)
+    unless given."""
     if not query.terms:
         return []
     signals = Signals.from_environment() if signals is None else signals
+    if weights is None:
+        weights = await current_weights(index) if signals.fit else DEFAULT
+    prior = weights.kind_prior
     if not signals.mentions:
         query = dataclasses.replace(query, mentions=Mentions())
     wide = scope.is_empty
     # The history's votes do not depend on the text ranking: sought beside the text searches.
-    votes = asyncio.create_task(past_votes(index, query, scope, KIND_PRIOR)) if signals.history else None
+    votes = asyncio.create_task(past_votes(index, query, scope, prior)) if signals.history else None
     try:
         matches = await search_both(
             index,
@@ -241,6 +245,7 @@ async def prefilter(
             definitions=(defined_here.POOL if wide else defined_here.SCOPED_POOL)
             if signals.definitions
             else 0,
+            weights=weights,
         )
         await find_named_files(index, query, matches)
     except BaseException:
@@ -250,9 +255,13 @@ async def prefilter(
     inside = await scope.kept(matches.hits)
     hits = {path: hit for path, hit in matches.hits.items() if path in inside}
     namings = name_files(query.mentions, hits) if query.mentions else {}
-    scored = first_scores(query, matches, hits, namings, time.time() if now is None else now)
+    scored = first_scores(query, matches, hits, namings, time.time() if now is None else now, prior)
     # The repository's history (git work trees): votes of similar past commits, co-change.
-    history = await lift_by_history(index, query, scored, scope, KIND_PRIOR, await votes) if votes else None
+    history = (
+        await lift_by_history(index, query, scored, scope, prior, await votes, weight=weights.history)
+        if votes
+        else None
+    )
     scored = history.ranked if history else scored
     # Symbols (for what the question mentions) only for the leaders; reasons only for the answer.
     leaders = scored[: max(limit + LEADERS_BEYOND_LIMIT, SYMBOL_POOL)]
@@ -301,7 +310,12 @@ async def prefilter(
 
 
 def first_scores(
-    query: Query, matches: TextMatches, hits: dict[str, SearchHit], namings: dict[str, Naming], now: float
+    query: Query,
+    matches: TextMatches,
+    hits: dict[str, SearchHit],
+    namings: dict[str, Naming],
+    now: float,
+    prior: dict[str, float] = KIND_PRIOR,
 ) -> list[tuple[float, str]]:
     """Every hit's fused text score, adjusted for its kind, its use and how the question names
     it; best first."""
@@ -313,7 +327,7 @@ def first_scores(
         if hit.kind in query.asks_for:
             score *= ASKED_KIND_LIFT.get(hit.kind, 1.0)
         elif not (naming and naming.explicit):
-            score *= KIND_PRIOR.get(hit.kind, 0.45)
+            score *= prior.get(hit.kind, 0.45)
         if hit.access_rank is not None:
             recent_uses = current_score(hit.access_rank, now)
             score *= 1 + FRECENCY * min(recent_uses, FRECENCY_SATURATION) / FRECENCY_SATURATION
