@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import logging
 import os
-import shutil
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -17,7 +17,6 @@ import msgspec
 from filescout import __version__
 from filescout import log as logsetup
 from filescout.core.errors import FilescoutError
-from filescout.engine.progress import ProgressReporter
 from filescout_protocol.types import (
     OVERVIEW_TOKENS,
     FileKind,
@@ -31,6 +30,11 @@ from filescout_protocol.types import (
 
 if TYPE_CHECKING:
     from filescout.engine import Workspace
+    from filescout.engine.progress import ProgressReporter
+    from filescout.engine.workspace import CurrentIndex
+
+    Answering = Workspace | CurrentIndex
+    """What answers a query: the whole engine, or the index as it is."""
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter number
 BACKGROUND_COMMAND = "background-index"
@@ -52,6 +56,8 @@ class TerminalProgress:
     def report(self, message: str | None = None, percentage: int | None = None) -> None:
         if not self._enabled:
             return
+        import shutil  # here, not above, like the engine: most runs draw no bar
+
         width = max(10, min(30, shutil.get_terminal_size().columns - 60))
         filled = width * (percentage or 0) // 100
         bar = "#" * filled + "." * (width - filled)
@@ -86,26 +92,89 @@ async def _with_workspace(path: str, refresh: bool, action: Callable[[Workspace]
     # A one-shot run gives up on a failing model endpoint instead of waiting it out.
     engine = await Workspace.open(Path(path), hooks=Hooks(progress=_terminal_progress, persistent=False))
     try:
-        for warning in engine.warnings:
-            print(f"filescout: {warning}", file=sys.stderr)
-        if refresh and engine.unwritable is not None:
-            pass  # the warning above says why nothing is indexed
-        elif refresh and engine.role == "reader":
-            print(
-                f"filescout: another filescout process (pid {engine.writer_pid}) is "
-                "indexing this workspace; answering from its index",
-                file=sys.stderr,
-            )
-        elif refresh:
-            engine.start_indexing("index")
-            await engine.wait_idle()
-            if engine.last_error:
-                print(f"filescout: {engine.last_error}", file=sys.stderr)
-                return 1
-        return await action(engine)
+        _print_warnings(engine.warnings)
+        return await _refreshed_then(engine, refresh, action)
     finally:
         # A refresh cut short (an interrupt) is finished by a background indexer.
         await engine.close(hand_off=refresh)
+
+
+async def _from_current_index(path: str, refresh: bool, action: Callable[[Answering], Awaitable[int]]) -> int:
+    """A query (find, files, overview): answered from the index as it is when it is current,
+    or when another filescout process keeps it current. The whole engine, which imports and
+    starts the indexing machinery, is opened only when a refresh has something to do: the few
+    files that changed, read again, or else a pass."""
+    from filescout.engine import Hooks
+    from filescout.engine.workspace import CurrentIndex, NeedsEngine
+
+    index = await CurrentIndex.open(Path(path))
+    engine: Workspace | None = None
+    try:
+        said = _print_warnings(index.warnings)
+        told = refresh and _tell_reader(index)
+        stale: list[str] | None = []
+        if refresh and index.role == "writer" and index.unwritable is None:
+            stale = await index.stale_files()
+        if stale == []:
+            try:
+                return await action(index)
+            except NeedsEngine as exc:  # e.g. a damaged index, which the engine mends
+                logging.getLogger(__name__).info("answering through the engine: %s", exc)
+                stale = None
+        # A one-shot run gives up on a failing model endpoint instead of waiting it out.
+        engine = await index.engine(Hooks(progress=_terminal_progress, persistent=False))
+        _print_warnings(engine.warnings[said:])
+        return await _refreshed_then(engine, refresh, action, told=told, only=stale or None)
+    finally:
+        if engine is not None:
+            # A refresh cut short (an interrupt) is finished by a background indexer.
+            await engine.close(hand_off=refresh)
+        else:
+            await index.close()
+
+
+def _print_warnings(warnings: Sequence[str]) -> int:
+    for warning in warnings:
+        print(f"filescout: {warning}", file=sys.stderr)
+    return len(warnings)
+
+
+def _tell_reader(engine: Answering) -> bool:
+    """Say that another process's index answers, when it does."""
+    if engine.role != "reader" or engine.unwritable is not None:
+        return False
+    print(
+        f"filescout: another filescout process (pid {engine.writer_pid}) is "
+        "indexing this workspace; answering from its index",
+        file=sys.stderr,
+    )
+    return True
+
+
+async def _refreshed_then(
+    engine: Workspace,
+    refresh: bool,
+    action: Callable[[Workspace], Awaitable[int]],
+    *,
+    told: bool = False,
+    only: Sequence[str] | None = None,
+) -> int:
+    """`action`, after a refresh of the index when one is asked for and this process writes it:
+    a pass, or a rescan of `only` these files when they are known to be all that changed."""
+    if refresh and engine.unwritable is not None:
+        pass  # the warning above says why nothing is indexed
+    elif refresh and engine.role == "reader":
+        told or _tell_reader(engine)
+    elif refresh:
+        if only:
+            await engine.refresh(only)
+        else:
+            engine.start_indexing("index")
+        await engine.wait_idle()
+        if engine.last_error:
+            print(f"filescout: {engine.last_error}", file=sys.stderr)
+            return 1
+    return await action(engine)
 
 
 async def _index(engine: Workspace) -> int:
@@ -122,8 +191,8 @@ def _print_skipped_names(count: int) -> None:
         print(f"  {count} files left out: their names are not valid UTF-8 (the warning above names them)")
 
 
-def _files(args: argparse.Namespace) -> Callable[[Workspace], Awaitable[int]]:
-    async def run(engine: Workspace) -> int:
+def _files(args: argparse.Namespace) -> Callable[[Answering], Awaitable[int]]:
+    async def run(engine: Answering) -> int:
         params = GetFilesParams(globs=args.glob, paths=args.prefix, kinds=args.kind, languages=args.language)
         async for batch in engine.stream_files(params):
             for item in batch:
@@ -136,8 +205,8 @@ def _files(args: argparse.Namespace) -> Callable[[Workspace], Awaitable[int]]:
     return run
 
 
-def _find(args: argparse.Namespace, query: str) -> Callable[[Workspace], Awaitable[int]]:
-    async def run(engine: Workspace) -> int:
+def _find(args: argparse.Namespace, query: str) -> Callable[[Answering], Awaitable[int]]:
+    async def run(engine: Answering) -> int:
         scope = Scope(globs=args.glob, paths=args.prefix) if args.glob or args.prefix else None
         options = RelevanceOptions(use_model=False) if args.no_model else None
         params = FindRelevantParams(query=query, limit=args.limit, scope=scope, options=options)
@@ -163,8 +232,8 @@ def _find(args: argparse.Namespace, query: str) -> Callable[[Workspace], Awaitab
     return run
 
 
-def _overview(args: argparse.Namespace) -> Callable[[Workspace], Awaitable[int]]:
-    async def run(engine: Workspace) -> int:
+def _overview(args: argparse.Namespace) -> Callable[[Answering], Awaitable[int]]:
+    async def run(engine: Answering) -> int:
         params = GetOverviewParams(tokens=args.tokens, query=args.query, globs=args.glob, paths=args.prefix)
         overview = await engine.overview(params)
         if args.json:
@@ -193,6 +262,8 @@ async def _status(engine: Workspace, as_json: bool) -> int:
     print(f"index      {status.db_path}")
     print(f"last scan  {status.last_scan or 'never'}")
     print(f"annotator  {status.annotator}")
+    if status.ranking:
+        print(f"ranking    {status.ranking}")
     model = status.model
     if model is not None and model.state not in ("off",):
         budget = " / ".join(
@@ -530,12 +601,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     logsetup.configure(args.log_level)
     if args.command == BACKGROUND_COMMAND:
         return _background_index(args)
-    action: Callable[[Workspace], Awaitable[int]]
+    action: Callable[[Workspace], Awaitable[int]] | None = None
+    # A query: the index answers it as it is when nothing changed (`_from_current_index`).
+    answer: Callable[[Answering], Awaitable[int]] | None = None
     try:
         if args.command == "index":
             action, path, refresh = _index, args.path, True
         elif args.command == "files":
-            action, path, refresh = _files(args), args.path, not args.no_refresh
+            answer, path, refresh = _files(args), args.path, not args.no_refresh
         elif args.command == "find":
             path, query = (
                 (args.words[0], " ".join(args.words[1:]))
@@ -545,23 +618,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not 1 <= args.limit <= 500:
                 print("filescout: --limit must be between 1 and 500", file=sys.stderr)
                 return 2
-            action, refresh = _find(args, query), not args.no_refresh
+            answer, refresh = _find(args, query), not args.no_refresh
         elif args.command == "overview":
             if not 200 <= args.tokens <= 200_000:
                 print("filescout: --tokens must be between 200 and 200000", file=sys.stderr)
                 return 2
-            action, path, refresh = _overview(args), args.path, not args.no_refresh
+            answer, path, refresh = _overview(args), args.path, not args.no_refresh
         elif args.command == "cache":
             action, path, refresh = _cache(args.action), args.path, False
         else:
             path, refresh = args.path, False
             as_json = args.json
 
-            async def action(engine: Workspace) -> int:
+            async def status(engine: Workspace) -> int:
                 return await _status(engine, as_json)
+
+            action = status
 
         import asyncio  # here, not above, for the same reason as the engine
 
+        if answer is not None:
+            return asyncio.run(_from_current_index(path, refresh, answer))
+        assert action is not None
         return asyncio.run(_with_workspace(path, refresh, action))
     except FilescoutError as exc:
         print(f"filescout: {exc}", file=sys.stderr)

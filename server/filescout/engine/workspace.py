@@ -7,30 +7,26 @@ import asyncio
 import contextlib
 import logging
 import os
+import stat
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from filescout.core.errors import InvalidParams, WorkspaceUnavailable
+from filescout.annotate.structural import ANNOTATOR_ID as STRUCTURAL
+from filescout.core.errors import FilescoutError, InvalidParams, WorkspaceUnavailable
 from filescout.core.paths import to_relative, unsafe_root_reason
-from filescout.core.records import ScanTotals
-from filescout.engine import handoff, sharing
-from filescout.engine.annotation_pool import AnnotationPool, worker_count
+from filescout.engine import handoff
+from filescout.engine.admission import Admission, heavy_slots, is_small_page
 from filescout.engine.background import Background
 from filescout.engine.board import StatusBoard
-from filescout.engine.history_keeper import HistoryKeeper
 from filescout.engine.hooks import Hooks
 from filescout.engine.listing import FileListing, file_item
-from filescout.engine.passes import Indexer
 from filescout.engine.queue import BACKGROUND
 from filescout.engine.repair import IndexRepair
 from filescout.engine.roles import Role, Roles
-from filescout.engine.scheduler import Scheduler
-from filescout.engine.settings import db_path_for, default_db_path, load_settings
+from filescout.engine.settings import CONFIG_FILE, LoadedSettings, db_path_for, default_db_path, load_settings
 from filescout.engine.shown import shown
-from filescout.engine.status import workspace_status
-from filescout.index import Index
-from filescout.index.lock import WriterLock
 from filescout_protocol.types import (
     FileItem,
     FindRelevantParams,
@@ -46,9 +42,20 @@ from filescout_protocol.types import (
     StatusResult,
 )
 
+# The indexing machinery (passes, the scheduler and its workers, the annotation pool) is imported
+# where a Workspace is made, not here: a command answered from a current index (`CurrentIndex`)
+# needs none of it, and importing it costs a one-shot command most of its time.
 if TYPE_CHECKING:
+    from filescout.core.records import DirectoryListing, KnownFile, ScanTotals
+    from filescout.engine import sharing
     from filescout.engine.answers import FindUpdate
-    from filescout.engine.overview import Overviews
+    from filescout.engine.overview import Overview, Overviews
+    from filescout.index import Index
+    from filescout.index.history import HistoryState
+    from filescout.index.lock import WriterLock
+    from filescout.llm.client import ModelClient
+    from filescout.relevance.find import RelevanceUpdate
+    from filescout.scan.ignore import IgnoreRules
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +68,10 @@ class Workspace:
     def __init__(
         self, root: Path, settings: Settings, roles: Roles, warnings: list[str], hooks: Hooks
     ) -> None:
+        from filescout.engine.annotation_pool import AnnotationPool, worker_count
+        from filescout.engine.passes import Indexer
+        from filescout.engine.scheduler import Scheduler
+
         self.root = root
         self.settings = settings
         self.warnings = warnings
@@ -90,6 +101,8 @@ class Workspace:
             root, settings, self._index, self._scheduler, self._board, hooks, self._background, self._pool
         )
         self._listing = FileListing(root, self._index)
+        self._admission = Admission(heavy_slots())
+        """Heavy queries take turns (engine/admission.py), so cheap ones never wait behind a burst."""
         self._overviews: Overviews | None = None
         self._repair = IndexRepair(roles, self._background, self._rebuild, hooks.on_warning)
 
@@ -104,23 +117,15 @@ class Workspace:
     ) -> Workspace:
         """Open the workspace at `root`: as the index's writer if its lock is free (or is
         `writer_lock`, which the caller waited for), else as a reader."""
-        hooks = hooks or Hooks()
-        if "\0" in str(root):
-            raise WorkspaceUnavailable(f"workspace root {str(root)!r} contains a NUL character")
-        root = root.expanduser().resolve()
-        if not root.is_dir():
-            raise WorkspaceUnavailable(f"workspace root {root} is not a directory")
-        if (refused := unsafe_root_reason(root, env)) is not None:
-            raise WorkspaceUnavailable(refused)
-        loaded = load_settings(root, editor_settings, env)
-        for warning in loaded.warnings:  # each face shows `warnings` to its user: recorded only
-            log.info("%s", warning)
-        roles = await Roles.acquire(
-            db_path_for(root, loaded.settings, env),
-            loaded.warnings,
-            default=default_db_path(root, env),
-            held=writer_lock,
-        )
+        root, loaded, roles = await _acquire(root, editor_settings, env, writer_lock)
+        return await cls._started(root, loaded, roles, env, hooks or Hooks())
+
+    @classmethod
+    async def _started(
+        cls, root: Path, loaded: LoadedSettings, roles: Roles, env: Mapping[str, str], hooks: Hooks
+    ) -> Workspace:
+        """The engine on an index whose role is taken: the model set up (by the writer), and the
+        watch that lets a reader take over once the writer exits."""
         workspace = cls(root, loaded.settings, roles, loaded.warnings, hooks)
         workspace.env = env
         if roles.role == "writer":
@@ -169,6 +174,8 @@ class Workspace:
         """Apply new editor settings. Returns the warnings and whether the index must be
         rescanned because what belongs in it changed; a changed model or budget takes effect
         at once."""
+        from filescout.engine.annotation_pool import worker_count
+
         loaded = load_settings(self.root, editor_settings)
         old, self.settings = self.settings, loaded.settings
         self._indexer.settings = self.settings
@@ -246,6 +253,8 @@ class Workspace:
 
     def _rebuild(self) -> asyncio.Future[ScanTotals]:
         """Fill a fresh index that took a damaged one's place: a normal pass, with progress."""
+        from filescout.engine.history_keeper import HistoryKeeper
+
         self._indexer.history = HistoryKeeper(self.root, self._index)  # HEAD is news to it
         return self._indexer.start("index")
 
@@ -370,38 +379,42 @@ class Workspace:
     # -- queries ---------------------------------------------------------------------------
 
     def stream_files(self, params: GetFilesParams) -> AsyncIterator[list[FileItem]]:
-        """Every matching file, in batches of `params.batch_size`."""
-        return self._guarded_stream(lambda: self._listing.stream(params, current=self._scheduler.current))
+        """Every matching file, in batches of `params.batch_size`, once admitted."""
+        return self._admission.admitted(
+            self._guarded_stream(lambda: self._listing.stream(params, current=self._scheduler.current))
+        )
 
     async def files_page(self, params: GetFilesParams) -> GetFilesPage:
+        """A page of matching files: at once when it is small, else once admitted."""
+        if is_small_page(
+            params.limit,
+            streamed=params.partial_result_token is not None,
+            query=params.query,
+            globs=params.globs,
+        ):
+            return await self._files_page(params)
+        async with self._admission.heavy():
+            return await self._files_page(params)
+
+    async def _files_page(self, params: GetFilesParams) -> GetFilesPage:
         return await self._guarded(lambda: self._listing.page(params, current=self._scheduler.current))
 
     def find_relevant_stream(self, params: FindRelevantParams) -> AsyncIterator[FindUpdate]:
-        """The stages of findRelevant as they complete; the last update is `done`."""
-        return self._guarded_stream(lambda: self._find_relevant_updates(params))
+        """The stages of findRelevant as they complete; the last update is `done`. The model-free
+        stage waits its turn among the heavy queries; the model's stages wait on the endpoint."""
+        return self._admission.admitted(
+            self._guarded_stream(lambda: self._find_relevant_updates(params)), through_first=True
+        )
 
     async def _find_relevant_updates(self, params: FindRelevantParams) -> AsyncIterator[FindUpdate]:
         """findRelevant's stages, as answers; the scheduler hears which files were returned."""
-        # Imported at the first question, not at startup: nothing on the way to a query-ready
-        # index needs the relevance stages.
-        from filescout.engine.answers import FindUpdate, question_of
-        from filescout.relevance.find import find
-
-        scoped = params.scope is not None and bool(params.scope.globs)
-        # Globs compile in a thread: a hundred long ones take a tenth of a second.
-        question = (
-            await asyncio.to_thread(question_of, params, self.root)
-            if scoped
-            else question_of(params, self.root)
-        )
         model = self._scheduler.model.annotator
         client = model.client if model is not None else None
-        async for update in find(self._index, question, client, current=self._scheduler.current):
+        async for answer, update in _find_updates(
+            self._index, self.root, params, client, current=self._scheduler.current
+        ):
             if update.done and update.items:
                 self._scheduler.returned([item.entry.path for item in update.items])
-            answer = FindUpdate.of(update)
-            if update.done and params.prompt is not None:
-                answer.with_prompt(params.query, params.prompt.tokens)
             yield answer
 
     async def find_relevant(self, params: FindRelevantParams) -> FindRelevantResult:
@@ -419,45 +432,32 @@ class Workspace:
 
             self._overviews = Overviews(self.root, self._index, lambda: self._scheduler.model.directory_id)
         overviews = self._overviews
-        found = await self._guarded(
-            lambda: overviews.overview(
-                tokens=params.tokens,
-                query=params.query,
-                globs=params.globs,
-                paths=params.paths,
-                current=self._scheduler.current,
-            )
-        )
-        return OverviewResult(
-            prompt=found.text,
-            entries=[
-                shown(
-                    OverviewEntry(
-                        path=line.path,
-                        type="directory" if line.is_directory else "file",
-                        depth=line.depth,
-                        summary=line.summary,
-                        files=line.files,
-                        folded=line.folded,
-                        importance=round(line.importance, 4),
-                        languages=list(line.languages),
-                    )
+        async with self._admission.heavy():
+            found = await self._guarded(
+                lambda: overviews.overview(
+                    tokens=params.tokens,
+                    query=params.query,
+                    globs=params.globs,
+                    paths=params.paths,
+                    current=self._scheduler.current,
                 )
-                for line in found.lines
-            ],
-            files=found.files,
-            shown=found.shown,
-            estimated_tokens=found.tokens,
-        )
+            )
+        return _overview_result(found)
 
     async def push_to_shared_cache(self) -> sharing.PushReport:
         """Share this machine's model annotations of the workspace with the team's cache."""
+        from filescout.engine import sharing
+
         return await self._guarded(lambda: sharing.push(self._index, self.settings.shared_cache))
 
     async def shared_cache_report(self) -> sharing.CacheReport:
+        from filescout.engine import sharing
+
         return await self._guarded(lambda: sharing.report(self._index, self.settings.shared_cache))
 
     async def status(self) -> StatusResult:
+        from filescout.engine.status import workspace_status
+
         return await self._guarded(
             lambda: workspace_status(self.root, self.settings, self._roles, self._board, self._scheduler),
             wait=False,
@@ -466,3 +466,377 @@ class Workspace:
 
 def _running(task: asyncio.Future[Any] | None) -> bool:
     return task is not None and not task.done()
+
+
+async def _acquire(
+    root: Path,
+    editor_settings: Mapping[str, Any] | None,
+    env: Mapping[str, str],
+    writer_lock: WriterLock | None,
+) -> tuple[Path, LoadedSettings, Roles]:
+    """The workspace's root (checked), its settings, and its index in the role this process can
+    take: the writer's if the lock is free (or is `writer_lock`), else a reader's."""
+    if "\0" in str(root):
+        raise WorkspaceUnavailable(f"workspace root {str(root)!r} contains a NUL character")
+    root = root.expanduser().resolve()
+    if not root.is_dir():
+        raise WorkspaceUnavailable(f"workspace root {root} is not a directory")
+    if (refused := unsafe_root_reason(root, env)) is not None:
+        raise WorkspaceUnavailable(refused)
+    loaded = load_settings(root, editor_settings, env)
+    for warning in loaded.warnings:  # each face shows `warnings` to its user: recorded only
+        log.info("%s", warning)
+    roles = await Roles.acquire(
+        db_path_for(root, loaded.settings, env),
+        loaded.warnings,
+        default=default_db_path(root, env),
+        held=writer_lock,
+    )
+    return root, loaded, roles
+
+
+async def _find_updates(
+    index: Index, root: Path, params: FindRelevantParams, client: ModelClient | None, *, current: str
+) -> AsyncIterator[tuple[FindUpdate, RelevanceUpdate]]:
+    """findRelevant's stages, each as the answer a client is sent and as the relevance stages
+    made it."""
+    # Imported at the first question, not at startup: nothing on the way to a query-ready
+    # index needs the relevance stages.
+    from filescout.engine.answers import FindUpdate, question_of
+    from filescout.relevance.find import find
+
+    scoped = params.scope is not None and bool(params.scope.globs)
+    # Globs compile in a thread: a hundred long ones take a tenth of a second.
+    question = await asyncio.to_thread(question_of, params, root) if scoped else question_of(params, root)
+    async for update in find(index, question, client, current=current):
+        answer = FindUpdate.of(update)
+        if update.done and params.prompt is not None:
+            answer.with_prompt(params.query, params.prompt.tokens)
+        yield answer, update
+
+
+def _overview_result(found: Overview) -> OverviewResult:
+    return OverviewResult(
+        prompt=found.text,
+        entries=[
+            shown(
+                OverviewEntry(
+                    path=line.path,
+                    type="directory" if line.is_directory else "file",
+                    depth=line.depth,
+                    summary=line.summary,
+                    files=line.files,
+                    folded=line.folded,
+                    importance=round(line.importance, 4),
+                    languages=list(line.languages),
+                )
+            )
+            for line in found.lines
+        ],
+        files=found.files,
+        shown=found.shown,
+        estimated_tokens=found.tokens,
+    )
+
+
+# -- answering from the index as it is ---------------------------------------------------------
+
+RULES_FINGERPRINT = "rules_fingerprint"
+"""The meta key a full pass stores its ignore rules' fingerprint under (`passes.RULES_FINGERPRINT`)."""
+SKIPPED_NAMES = "skipped_names"
+"""The meta key for the files the last pass left out for their names (`passes.SKIPPED_NAMES`)."""
+
+
+class NeedsEngine(Exception):
+    """A query on a `CurrentIndex` failed before it answered anything: the whole engine (which
+    repairs a damaged index) should answer it instead."""
+
+
+class CurrentIndex:
+    """A workspace's index, answering as it is, without the indexing machinery: what a one-shot
+    command (the CLI) uses when the index is current, or when another process keeps it current.
+    Opening one loads the settings and the index and takes the same role `Workspace.open`
+    would; `engine` turns it into the whole engine, on the same index and lock, when the index
+    must be brought up to date first."""
+
+    def __init__(self, root: Path, loaded: LoadedSettings, roles: Roles, env: Mapping[str, str]) -> None:
+        self.root = root
+        self.settings = loaded.settings
+        self.warnings = loaded.warnings
+        self.env = env
+        self._loaded = loaded
+        self._roles: Roles | None = roles
+        self._index: Index = roles.index
+
+    @classmethod
+    async def open(cls, root: Path, env: Mapping[str, str] = os.environ) -> CurrentIndex:
+        root, loaded, roles = await _acquire(root, None, env, None)
+        return cls(root, loaded, roles, env)
+
+    @property
+    def role(self) -> Role:
+        return self._index_roles().role
+
+    @property
+    def writer_pid(self) -> int | None:
+        return self._index_roles().writer_pid()
+
+    @property
+    def unwritable(self) -> str | None:
+        return self._index_roles().unwritable
+
+    def _index_roles(self) -> Roles:
+        if self._roles is None:
+            raise RuntimeError("this index was handed to the engine")
+        return self._roles
+
+    @property
+    def current_annotator(self) -> str:
+        """The annotator whose annotations files show here: the embedded one (a model is only
+        ever set up by the whole engine, so `stale_files` sends a writer with one there)."""
+        return STRUCTURAL
+
+    async def stale_files(self) -> list[str] | None:
+        """What a pass would do now, when it is little: [] when it would leave the index as it
+        is, the indexed files it would read again when they are all it would do, None when a
+        whole pass is needed (or it cannot be told).
+
+        The index is current when this process writes it, no model is set up to annotate, the
+        last pass was complete (same rules, nothing left to annotate, the history at HEAD), and
+        the files are those it stored, each with the size and modification time it had then.
+        Checked as a pass's scan checks (git's listing or the remembered walk, then a stat of
+        every file), without reading or storing anything."""
+        roles = self._index_roles()
+        model = self.settings.model
+        if (
+            roles.role != "writer"
+            or roles.unwritable is not None
+            or (model.model and not self.settings.privacy_mode)
+        ):
+            return None
+        started = time.perf_counter()
+        index = self._index
+        # git is asked for HEAD while the index is read and the tree listed.
+        head = asyncio.ensure_future(asyncio.to_thread(_head_commit, self.root))
+        known: Mapping[str, KnownFile] = {}
+        try:
+            if await index.meta.get("last_scan") is None:
+                return None
+            if await index.annotations.backlog(self.current_annotator, machine=True):
+                return None
+            fingerprint = await index.meta.get(RULES_FINGERPRINT)
+            skipped = await index.meta.get(SKIPPED_NAMES)
+            known = await index.files.known()
+            walked = await index.directories.load()
+            history = await index.history.state()
+            stale = await asyncio.to_thread(
+                _stale_on_disk,
+                self.root,
+                self.settings,
+                index.path,
+                known,
+                walked,
+                fingerprint or "",
+                int(skipped or 0),
+            )
+            if not _at_head(history, await head):
+                stale = None
+        except Exception as exc:  # the pass says what is wrong, and the repair mends the index
+            log.debug("cannot tell whether the index is current: %s", exc)
+            return None
+        finally:
+            await asyncio.gather(head, return_exceptions=True)  # git's answer, if unused, waited for
+        log.info(
+            "the index is %s (%d files looked at in %d ms)",
+            "current" if stale == [] else "not current",
+            len(known),
+            (time.perf_counter() - started) * 1000,
+        )
+        return stale
+
+    async def engine(self, hooks: Hooks) -> Workspace:
+        """The whole engine on this index, in the role taken (the lock stays held); this object
+        is done with."""
+        roles, self._roles = self._index_roles(), None
+        return await Workspace._started(self.root, self._loaded, roles, self.env, hooks)
+
+    # -- queries, as the engine answers them -------------------------------------------------
+
+    def find_relevant_stream(self, params: FindRelevantParams) -> AsyncIterator[FindUpdate]:
+        """The stages of findRelevant, as `Workspace.find_relevant_stream` gives them."""
+        return _first_or_engine(self._find_relevant_updates(params))
+
+    async def _find_relevant_updates(self, params: FindRelevantParams) -> AsyncIterator[FindUpdate]:
+        async for answer, _ in _find_updates(
+            self._index, self.root, params, None, current=self.current_annotator
+        ):
+            yield answer
+
+    def stream_files(self, params: GetFilesParams) -> AsyncIterator[list[FileItem]]:
+        return _first_or_engine(
+            FileListing(self.root, self._index).stream(params, current=self.current_annotator)
+        )
+
+    async def overview(self, params: GetOverviewParams) -> OverviewResult:
+        from filescout.engine.overview import Overviews
+
+        overviews = Overviews(self.root, self._index, lambda: None)  # no model: no directory summaries
+        try:
+            found = await overviews.overview(
+                tokens=params.tokens,
+                query=params.query,
+                globs=params.globs,
+                paths=params.paths,
+                current=self.current_annotator,
+            )
+        except FilescoutError:
+            raise
+        except Exception as exc:
+            raise NeedsEngine(str(exc)) from exc
+        return _overview_result(found)
+
+    async def close(self) -> None:
+        """Let go of the index and the lock (unless the engine took them over)."""
+        if self._roles is not None:
+            await self._roles.close()
+
+
+async def _first_or_engine(stream: AsyncIterator[T]) -> AsyncIterator[T]:
+    """`stream`, whose failure before its first item (other than the question's own) is
+    NeedsEngine: the whole engine answers then, mending what is wrong with the index."""
+    began = False
+    async with contextlib.aclosing(stream):  # type: ignore[type-var]  # an async generator
+        try:
+            async for item in stream:
+                began = True
+                yield item
+        except FilescoutError:  # said in words: the question's own, or the workspace's
+            raise
+        except Exception as exc:
+            if began:
+                raise
+            raise NeedsEngine(str(exc)) from exc
+
+
+STALE_FILES_LIMIT = 64
+"""More changed files than this are left to a whole pass, which reads them in worker processes."""
+
+
+def _stale_on_disk(
+    root: Path,
+    settings: Settings,
+    db_path: Path,
+    known: Mapping[str, KnownFile],
+    walked: Mapping[str, DirectoryListing],
+    fingerprint: str,
+    skipped: int,
+) -> list[str] | None:
+    """`CurrentIndex.stale_files` on the disk's side: a pass's own steps (engine/passes.py),
+    read-only. The same rules (their fingerprint), the same listing (git's, or a walk that lists
+    only the directories whose stamp changed); then the listed files whose size or modification
+    time is not the one stored."""
+    from filescout.scan.ignore import FILESCOUTIGNORE, IgnoreRules
+
+    rule_files = {".gitignore", FILESCOUTIGNORE, CONFIG_FILE}  # a change: a pass (`passes.RULE_FILES`)
+    excludes = list(settings.exclude)
+    try:
+        db_relative = db_path.resolve().relative_to(root).as_posix()
+    except ValueError:
+        pass
+    else:  # as `Indexer.ignore_rules`: an index kept inside the workspace is not indexed
+        excludes += [f"/{db_relative}", f"/{db_relative}-wal", f"/{db_relative}-shm", f"/{db_relative}.lock"]
+    rules = IgnoreRules.for_workspace(root, excludes, settings.include)
+    if rules.fingerprint != fingerprint:
+        return None
+    listed = _git_listed(root, rules, known)
+    if listed is None:  # not a plain git work tree: listed as a pass lists it
+        from filescout.scan.tree import enumerate_files
+
+        listing = enumerate_files(root, rules, lambda: known, walked)
+        if listing.unlistable or (
+            listing.walked is not None and (listing.walked.listed or listing.walked.gone)
+        ):
+            return None
+        listed = set(listing.paths), len(listing.undecodable)
+    if known.keys() != listed[0] or listed[1] != skipped:
+        return None
+    base = str(root)
+    prefix = base + "/"
+    lstat, is_regular = os.lstat, stat.S_ISREG
+    stale: list[str] = []
+    for path, previous in known.items():
+        try:
+            info = lstat(prefix + path)
+        except OSError:
+            return None
+        if not is_regular(info.st_mode):  # a symlink counts as what it leads to, inside the root
+            from filescout.scan.tree import stat_inside
+
+            followed = stat_inside(base, path)
+            if followed is None:
+                return None
+            info = followed
+        if previous[1] != info.st_size or previous[2] != info.st_mtime_ns:
+            stale.append(path)
+            if len(stale) > STALE_FILES_LIMIT or path.rpartition("/")[2] in rule_files:
+                return None
+    return stale
+
+
+GIT_TIMEOUT = 300.0
+
+
+def _git_listed(
+    root: Path, rules: IgnoreRules, known: Mapping[str, KnownFile]
+) -> tuple[set[str], int] | None:
+    """What a pass lists in a git work tree of its own (`scan.tree.git_ls_files`): git's tracked
+    and untracked files that filescout's rules let through (those indexed passed them already),
+    and how many names are left out for not being UTF-8. None for a tree whose listing needs
+    more (submodules, paths filescout brings back from git's ignored ones) or when git fails:
+    the scan's own listing answers then. Here, rather than through scan.tree, which a one-shot
+    command would import for this alone."""
+    if not (root / ".git").exists() or os.path.lexists(root / ".gitmodules") or rules.has_reincludes:
+        return None
+    from filescout.vcs import git
+
+    listing = git.run(
+        root, "ls-files", "--cached", "--others", "--exclude-standard", "-z", timeout=GIT_TIMEOUT
+    )
+    if listing is None or listing.returncode != 0:
+        return None
+    names = dict.fromkeys(
+        name for name in listing.stdout.decode("utf-8", "surrogateescape").split("\0") if name
+    )
+    paths: set[str] = set()
+    undecodable = 0
+    for name in names:
+        if name not in known and rules.is_ignored_after_git(name, git_ignored=False):
+            continue
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            undecodable += 1
+        else:
+            paths.add(name)
+    return paths, undecodable
+
+
+def _head_commit(root: Path) -> str | None:
+    """HEAD's commit as `vcs.commits.find_head` asks git for it; None outside git (or before the
+    first commit)."""
+    from filescout.vcs import git
+
+    found = git.run(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", "--show-prefix", timeout=15.0)
+    if found is None or found.returncode != 0:
+        return None
+    lines = found.stdout.decode("utf-8", "surrogateescape").splitlines()
+    commits = [line for line in lines if len(line) in (40, 64) and all(c in "0123456789abcdef" for c in line)]
+    return commits[0] if len(commits) == 1 else None
+
+
+def _at_head(history: HistoryState | None, head: str | None) -> bool:
+    """Whether the history index is what a pass's update (`HistoryKeeper`) would leave: complete
+    at HEAD's commit, or empty outside git."""
+    if head is None:
+        return history is None
+    return history is not None and history.tip == head and history.highest == history.newest

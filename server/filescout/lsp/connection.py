@@ -279,11 +279,18 @@ def describe(exc: Exception) -> str:
 
 
 def threaded_frames(read_chunk: Callable[[], bytes], executor: Executor) -> FrameSource:
-    """Frames from a blocking source (stdin), read in a worker thread."""
+    """Frames from a blocking source (stdin), read in a worker thread. Frames already read (a
+    burst arrives in one chunk) are taken at once: a trip through the thread would make each
+    wait a turn of the event loop, behind every step of the requests served before it."""
     parser = FrameParser()
 
     def next_frame() -> Awaitable[Frame | None]:
-        return asyncio.get_running_loop().run_in_executor(executor, read_frame, parser, read_chunk)
+        loop = asyncio.get_running_loop()
+        if (frame := parser.next()) is not None:  # the thread reads only while this awaits it
+            buffered: asyncio.Future[Frame | None] = loop.create_future()
+            buffered.set_result(frame)
+            return buffered
+        return loop.run_in_executor(executor, read_frame, parser, read_chunk)
 
     return next_frame
 

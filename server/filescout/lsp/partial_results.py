@@ -10,6 +10,7 @@ its own messages; a unit test holds the two to the same shape."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -83,8 +84,9 @@ async def stream_batches(
     server: LanguageServer, token: Token, batches: AsyncIterator[Sequence[Any]]
 ) -> list[Any]:
     """Send every batch as a partial result; the final response is then empty."""
-    async for batch in batches:
-        send_partial_result(server, token, batch)
+    async with contextlib.aclosing(batches) as stream:  # type: ignore[type-var]  # an async generator
+        async for batch in stream:
+            send_partial_result(server, token, batch)
     return []
 
 
@@ -92,14 +94,17 @@ async def stream_relevant(
     server: LanguageServer, token: Token | None, updates: AsyncIterator[FindUpdate], progress: ClientProgress
 ) -> FindRelevantResult:
     """Each stage's ranking as a partial result (when asked for) and a progress report; the
-    answer leaves out the items when the last ranking streamed was already the final one."""
+    answer leaves out the items when the last ranking streamed was already the final one. The
+    stages are closed once the answer is in hand: what they hold (a turn among the heavy
+    requests, engine/admission.py) goes back at once, not when the stream is collected."""
     streamed: list[str] = []
-    async for update in updates:
-        if update.done:
-            paths = [item.path for item in update.items]
-            return update.result([] if token is not None and paths == streamed else None)
-        progress.report(f"{update.stage}: {len(update.items)} files")
-        if token is not None and update.items:
-            send_partial_result(server, token, update.items)
-            streamed = [item.path for item in update.items]
+    async with contextlib.aclosing(updates) as stages:  # type: ignore[type-var]  # an async generator
+        async for update in stages:
+            if update.done:
+                paths = [item.path for item in update.items]
+                return update.result([] if token is not None and paths == streamed else None)
+            progress.report(f"{update.stage}: {len(update.items)} files")
+            if token is not None and update.items:
+                send_partial_result(server, token, update.items)
+                streamed = [item.path for item in update.items]
     raise AssertionError("the relevance stages ended without an answer")
