@@ -8,14 +8,14 @@ it shows, compared with the annotator the caller names as current.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import aiosqlite
 import msgspec
 
-from filescout.core.records import Annotation, FileEntry, FileRecord, IndexWords, KnownFile
+from filescout.core.records import Annotation, FileEntry, FileRecord, KnownFile
 from filescout.index.access import AccessLog
 from filescout.index.database import Database, json_list
 from filescout.index.graph import ImportGraph
@@ -286,11 +286,7 @@ class Catalogue:
         )
 
     @staticmethod
-    async def show_annotations(
-        db: aiosqlite.Connection,
-        paths: Iterable[str],
-        words: Mapping[tuple[str, str], IndexWords] | None = None,
-    ) -> None:
+    async def show_annotations(db: aiosqlite.Connection, paths: Iterable[str]) -> None:
         """Inside a transaction, after `paths` changed or show another annotation: copy its
         summary and tags onto their rows and rebuild their full-text rows and import keys."""
         paths = list(paths)
@@ -302,7 +298,7 @@ class Catalogue:
             """,
             (json_list(paths),),
         )
-        await DescriptionIndex.refresh(db, paths, words)
+        await DescriptionIndex.refresh(db, paths)
         await ImportGraph.refresh(db, paths)
 
     # -- what listings read ----------------------------------------------------------------

@@ -14,7 +14,7 @@ made these writes most of a cold index's writer time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import aiosqlite
@@ -28,12 +28,6 @@ _decode_list = msgspec.json.Decoder(list[str]).decode
 
 DescriptionWeights = tuple[float, float, float, float]
 """BM25 column weights: path words, symbols, summary, tags."""
-
-
-def _symbol_and_tag_words(words: IndexWords | None, symbols: str, tags: str) -> tuple[str, str]:
-    if words is not None:
-        return words.symbols, words.tags
-    return join_words(_decode_list(symbols)), join_words(_decode_list(tags))
 
 
 KEPT_FREQUENCIES = 10_000
@@ -57,18 +51,12 @@ class DescriptionIndex:
         self._db = db
 
     @staticmethod
-    async def refresh(
-        db: aiosqlite.Connection,
-        paths: Iterable[str],
-        known: Mapping[tuple[str, str], IndexWords] | None = None,
-    ) -> None:
+    async def refresh(db: aiosqlite.Connection, paths: Iterable[str]) -> None:
         """Inside a transaction: rebuild the rows of `paths` from the files' rows and the
-        annotations they show. `known`: the words of annotations, by (content hash, annotator),
-        found where they were made; the others' are found here."""
-        known = known or {}
+        annotations they show."""
         rows = await db.execute_fetchall(
             """
-            SELECT f.id, f.path, COALESCE(a.symbols, '[]'), f.summary, f.tags, f.hash, f.annotator
+            SELECT f.id, f.path, COALESCE(a.symbols, '[]'), f.tags, f.summary
             FROM files AS f
             LEFT JOIN annotations AS a ON a.hash = f.hash AND a.annotator = f.annotator
             WHERE f.path IN (SELECT value FROM json_each(?))
@@ -76,17 +64,11 @@ class DescriptionIndex:
             """,
             (json_list(paths),),
         )
-        await db.executemany("DELETE FROM files_fts WHERE rowid = ?", [(row[0],) for row in rows])
-        await db.executemany(
-            "INSERT INTO files_fts(rowid, path, symbols, tags, summary) VALUES (?, ?, ?, ?, ?)",
+        await DescriptionIndex._replace(
+            db,
             [
-                (
-                    file_id,
-                    path_words(path),
-                    *_symbol_and_tag_words(known.get((digest, annotator)), symbols, tags),
-                    summary,
-                )
-                for file_id, path, symbols, summary, tags, digest, annotator in rows
+                (file_id, path, join_words(_decode_list(symbols)), join_words(_decode_list(tags)), summary)
+                for file_id, path, symbols, tags, summary in rows
             ],
         )
 
@@ -98,19 +80,30 @@ class DescriptionIndex:
         """Inside a transaction: replace the rows of these files, in row-id order, from what
         they now show — (file id, path, summary, words found where the annotation was made or
         None, symbols, tags) — with nothing read back."""
+        await DescriptionIndex._replace(
+            db,
+            [
+                (
+                    file_id,
+                    path,
+                    *((words.symbols, words.tags) if words else (join_words(symbols), join_words(tags))),
+                    summary,
+                )
+                for file_id, path, summary, words, symbols, tags in rows
+            ],
+        )
+
+    @staticmethod
+    async def _replace(db: aiosqlite.Connection, rows: Sequence[tuple[int, str, str, str, str]]) -> None:
+        """(file id, path, symbols' words, tags' words, summary), in row-id order."""
         if not rows:
             return
         await db.executemany("DELETE FROM files_fts WHERE rowid = ?", [(row[0],) for row in rows])
         await db.executemany(
             "INSERT INTO files_fts(rowid, path, symbols, tags, summary) VALUES (?, ?, ?, ?, ?)",
             [
-                (
-                    file_id,
-                    path_words(path),
-                    *((words.symbols, words.tags) if words else (join_words(symbols), join_words(tags))),
-                    summary,
-                )
-                for file_id, path, summary, words, symbols, tags in rows
+                (file_id, path_words(path), symbols, tags, summary)
+                for file_id, path, symbols, tags, summary in rows
             ],
         )
 
