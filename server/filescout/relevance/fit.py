@@ -167,10 +167,11 @@ async def fit_ranking(index: Index, history_commits: int) -> RankingFit:
     started = time.perf_counter()
     past = await index.history.recent_examples(EXAMPLES, most_files=MOST_FILES, kinds=ANSWERS)
     examples = [example for item in past if (example := await ask(index, item)) is not None]
-    seconds = lambda: round(time.perf_counter() - started, 2)  # noqa: E731
     if len(examples) < MIN_EXAMPLES:
         reason = f"{len(examples)} past commits to learn from, fewer than {MIN_EXAMPLES}"
-        return RankingFit(DEFAULT, False, reason, history_commits, len(examples), 0, 0.0, 0.0, seconds())
+        return RankingFit(
+            DEFAULT, False, reason, history_commits, len(examples), 0, 0.0, 0.0, _since(started)
+        )
     held_out, training = examples[:VALIDATED], examples[VALIDATED:]
     fitted = climb(training, DEFAULT)
     default_mrr = mean_reciprocal_rank(held_out, DEFAULT)
@@ -186,10 +187,14 @@ async def fit_ranking(index: Index, history_commits: int) -> RankingFit:
         len(held_out),
         default_mrr,
         fitted_mrr,
-        seconds(),
+        _since(started),
     )
     log.info("ranking weights: %s, in %.1f s", fit.describe(), fit.seconds)
     return fit
+
+
+def _since(started: float) -> float:
+    return round(time.perf_counter() - started, 2)
 
 
 def needs_fit(fit: RankingFit | None, history_commits: int) -> bool:
