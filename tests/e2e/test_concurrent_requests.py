@@ -1,7 +1,7 @@
 """End to end, many requests at once over LSP: a status sent behind a burst of heavy requests
 (questions, large listings) is answered before most of them, since heavy work takes turns
 (engine/admission.py) and cheap requests never wait for one; a heavy request cancelled while it
-waits for its turn is answered at once and gives its place up. Orderings only, no clock: which
+waits for its turn is answered as cancelled and gives its place up. Orderings only, no clock: which
 reply came first is what the policy decides, how long each took is the machine's business. At
 the end, the gate's own bookkeeping in process: who holds a place and who waits, step by step."""
 
@@ -84,7 +84,7 @@ async def test_a_status_behind_a_burst_of_heavy_requests_answers_before_most_of_
     assert arrivals.index("page") < HEAVY // 2, arrivals
 
 
-async def test_a_cancelled_queued_request_answers_at_once_and_gives_its_place_up(
+async def test_a_cancelled_queued_request_is_answered_as_cancelled_and_gives_its_place_up(
     client: TestClient,
 ) -> None:
     arrivals: list[str] = []
@@ -95,7 +95,8 @@ async def test_a_cancelled_queued_request_answers_at_once_and_gives_its_place_up
         await queued
     assert caught.value.code == -32800
     await asyncio.gather(*ahead)
-    assert arrivals.index("queued") < len(ahead) // 2, arrivals
+    # When the cancel is read (and so where its reply falls among the replies to the cheap
+    # listings ahead) is the reading thread's turn for the interpreter: no ordering is asserted.
 
     # Every place is free again: more heavy requests than any machine admits at once, all
     # answered (a place kept by the cancelled request would leave the last ones waiting).

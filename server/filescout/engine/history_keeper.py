@@ -19,7 +19,6 @@ from filescout.core.records import PastCommit
 from filescout.engine.faults import index_damage
 from filescout.index import Index
 from filescout.index.history import HistoryState
-from filescout.relevance.fit import fit_ranking, needs_fit
 from filescout.relevance.signals import Signals
 from filescout.relevance.weights import META_KEY, encode, stored_fit
 from filescout.vcs.commits import (
@@ -82,6 +81,9 @@ class HistoryKeeper:
         about one question per past commit it asks."""
         if not Signals.from_environment().fit:
             return
+        # Imported only to fit: the prefilter it asks with is a question's, not a start-up's.
+        from filescout.relevance.fit import fit_ranking, needs_fit
+
         state = await self._index.history.state()
         if state is None or state.tip is None or not needs_fit(await stored_fit(self._index), state.commits):
             return
