@@ -1,11 +1,15 @@
 """Query latency on a large workspace: findRelevant's model-free stage, its first streamed
 result, and getFiles streaming, each against `git ls-files` on the same tree.
 
-    python bench/latency_bench.py [--workspace DIR] [--cache DIR] [--queries 50]
+    python bench/latency_bench.py [--workspace DIR] [--cache DIR] [--queries 50] [--no-topk]
 
 The workspace is bench/make_workspace.py's (generated if missing) and is indexed first (kept in
 --cache between runs). Queries are drawn, with a fixed seed, from the workspace's own
 vocabulary: three to eight words, as a chat message about the code would be.
+
+The content search answers from the index's top-k store (filescout.index.topk), which is
+brought up to date before anything is timed; with --no-topk, from FTS5 with common terms dropped,
+in this process and in the server (FILESCOUT_NO_TOPK), on the same index.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 from filescout.annotate.structural import ANNOTATOR_ID
 from filescout.engine.settings import db_path_for, load_settings
 from filescout.index import Index
+from filescout.index.topk import DISABLED
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.prefilter import prefilter
 from filescout.relevance.query import analyse
@@ -31,9 +36,28 @@ from harness.wire import WireClient
 from harness.workspaces import generate, queries
 
 
-async def in_process(root: Path, env: dict[str, str], texts: list[str]) -> list[float]:
-    """The prefilter alone, on the workspace's index opened read-only in this process."""
-    index = await Index.open_readonly(db_path_for(root, load_settings(root, None, env).settings, env))
+async def complete_store(db: Path) -> None:
+    """Bring the index's top-k store up to date (made or reconciled), as a server does in the
+    background after it opens the index: the timings below are of a store that can answer."""
+    index = await Index.open(db)
+    try:
+        index.keep_content_store()
+        if not await index.contents.store_settled():
+            print("the top-k store cannot answer: the content search is FTS5's", file=sys.stderr)
+    finally:
+        await index.close()
+
+
+async def in_process(root: Path, env: dict[str, str], texts: list[str], topk: bool = True) -> list[float]:
+    """The prefilter alone, on the workspace's index opened read-only in this process (with
+    its top-k store unless `topk` is false)."""
+    db = db_path_for(root, load_settings(root, None, env).settings, env)
+    if topk:
+        await complete_store(db)
+    index = await Index.open_readonly(db)
+    if topk:
+        index.keep_content_store()
+        await index.contents.store_settled()
     try:
         scope = PathFilter()
         timings = []
@@ -46,8 +70,8 @@ async def in_process(root: Path, env: dict[str, str], texts: list[str]) -> list[
         await index.close()
 
 
-async def over_lsp(root: Path, cache: Path, texts: list[str]) -> dict[str, list[float]]:
-    client = await WireClient.start(root, cache)
+async def over_lsp(root: Path, cache: Path, texts: list[str], topk: bool = True) -> dict[str, list[float]]:
+    client = await WireClient.start(root, cache, env=None if topk else {DISABLED: "1"})
     for _ in range(100):  # until the startup scan has finished (status says so)
         if (await client.command("filescout.status"))["phase"] == "idle":
             break
@@ -86,8 +110,8 @@ async def main_async(args: argparse.Namespace) -> None:
         stdout=subprocess.DEVNULL,
     )
     texts = queries(args.queries)
-    prefilter_times = await in_process(root, env, texts)
-    lsp = await over_lsp(root, args.cache, texts)
+    prefilter_times = await in_process(root, env, texts, topk=not args.no_topk)
+    lsp = await over_lsp(root, args.cache, texts, topk=not args.no_topk)
     started = time.perf_counter()
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -132,6 +156,9 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=Path(__file__).parent / ".work" / "latency-cache")
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument(
+        "--no-topk", action="store_true", help="the content search from FTS5 (common terms dropped), no store"
+    )
     asyncio.run(main_async(parser.parse_args()))
     return 0
 

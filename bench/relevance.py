@@ -16,6 +16,11 @@ baseline of the cases' README runs on the same workspaces in the same run. Repor
 repository and overall: Recall@1/5/10, Acc@5 (all gold files in the top 5), MRR, and latency;
 with `--history`, also what reading the history added to indexing. `--without history,imports`
 leaves prefilter signals out (FILESCOUT_RELEVANCE_WITHOUT), to measure what each adds.
+
+The content search answers as a server's does once its index is settled: from the index's top-k
+store (built after indexing, before the question; index/topk.py). `--content-search fts5` asks
+SQLite's FTS5 instead, with the words common to many files dropped, as a one-shot command or a
+server whose store is not ready yet does.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import pathspec
 
 from filescout.engine import Workspace
 from filescout.engine.settings import default_db_path
+from filescout.index import topk
 from filescout.relevance.signals import ENVIRONMENT, SIGNALS, Signals
 from filescout_protocol.types import FindRelevantParams
 from harness import launch
@@ -201,6 +207,8 @@ async def filescout_rank(
         engine.start_indexing("index")
         await engine.wait_idle()
         indexed = time.perf_counter() - started
+        if topk.available() and not await engine.settle_content_store():
+            raise RuntimeError("the content search's top-k store did not settle")
         started = time.perf_counter()
         result = await engine.find_relevant(FindRelevantParams(query=query, limit=limit))
         ranked = [item.path for item in result.items]
@@ -209,7 +217,19 @@ async def filescout_rank(
         await engine.close()
 
 
+def choose_content_search(kind: str) -> None:
+    """The store built as soon as the index is quiet for a moment (a server waits QUIET seconds
+    to stay out of a cold index's way), or not kept at all."""
+    if kind == "fts5":
+        os.environ[topk.DISABLED] = "1"
+    else:
+        topk.START_DELAY, topk.QUIET = 0.0, 0.2
+        if not topk.available():
+            raise SystemExit("tantivy is not installed: use --content-search fts5")
+
+
 async def main_async(args: argparse.Namespace) -> int:
+    choose_content_search(args.content_search)
     cases = [json.loads(line) for line in args.cases.read_text().splitlines() if line.strip()]
     if args.repo:
         cases = [case for case in cases if case["repo"] in args.repo]
@@ -251,7 +271,7 @@ async def main_async(args: argparse.Namespace) -> int:
     without = f", without {left_out}" if left_out else ""
     print(
         f"{len(cases)} cases in {kind}; filescout without a model (structural annotations, prefilter "
-        f"stage{without})\n"
+        f"stage{without}; content search: {args.content_search})\n"
     )
     print("| repo | n | system | R@1 | R@5 | R@10 | Acc@5 | MRR | median query ms | p95 query ms |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -288,6 +308,12 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path(__file__).parent / ".work" / "relevance")
     parser.add_argument("--repo", action="append", help="only these repositories")
     parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument(
+        "--content-search",
+        choices=("store", "fts5"),
+        default="store",
+        help="the top-k store, every word counted (default), or FTS5 with common words dropped",
+    )
     parser.add_argument("--misses", action="store_true", help="list the cases missed at 5")
     parser.add_argument(
         "--history",

@@ -253,8 +253,9 @@ def mounts(tmp_path: Path) -> Iterator[Mounts]:
 
 
 def fill_up(folder: Path) -> None:
-    """Write until the file system holding `folder` has no room left."""
-    with open(folder / "filler", "wb") as handle:
+    """Write until the file system holding `folder` has no room left. Unbuffered: a buffer
+    would keep what the last, short write left over, and closing would fail to write it."""
+    with open(folder / "filler", "wb", buffering=0) as handle:
         try:
             while True:
                 handle.write(b"\0" * 65536)

@@ -29,4 +29,6 @@ class Hooks:
     progress: ProgressFactory = no_progress
     """A fresh progress reporter for a kind of work ("index", "reindex", "model")."""
     persistent: bool = True
-    """A server waits out a failing model endpoint; a one-shot CLI run gives up instead."""
+    """A server waits out a failing model endpoint and keeps the content search's top-k store;
+    a one-shot CLI run gives up instead, and its content search is FTS5's (the same answer
+    whether or not a store would have opened in time)."""

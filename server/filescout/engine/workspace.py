@@ -117,8 +117,11 @@ class Workspace:
     ) -> Workspace:
         """Open the workspace at `root`: as the index's writer if its lock is free (or is
         `writer_lock`, which the caller waited for), else as a reader."""
-        root, loaded, roles = await _acquire(root, editor_settings, env, writer_lock)
-        return await cls._started(root, loaded, roles, env, hooks or Hooks())
+        hooks = hooks or Hooks()
+        root, loaded, roles = await _acquire(
+            root, editor_settings, env, writer_lock, persistent=hooks.persistent
+        )
+        return await cls._started(root, loaded, roles, env, hooks)
 
     @classmethod
     async def _started(
@@ -323,6 +326,12 @@ class Workspace:
             elapsed_ms=totals.elapsed_ms,
         )
 
+    async def settle_content_store(self) -> bool:
+        """Wait until the content search's top-k store has every change it was told of (built
+        first if it is to be); whether it answers now. For benchmarks and tests: a question
+        never waits for the store."""
+        return await self._roles.index.contents.store_settled()
+
     async def wait_idle(self) -> None:
         """Wait until the current pass, the annotation backlogs and the repair of a damaged
         index are done (each may start the next, so look again until none runs). A waiter that
@@ -473,9 +482,12 @@ async def _acquire(
     editor_settings: Mapping[str, Any] | None,
     env: Mapping[str, str],
     writer_lock: WriterLock | None,
+    *,
+    persistent: bool,
 ) -> tuple[Path, LoadedSettings, Roles]:
     """The workspace's root (checked), its settings, and its index in the role this process can
-    take: the writer's if the lock is free (or is `writer_lock`), else a reader's."""
+    take: the writer's if the lock is free (or is `writer_lock`), else a reader's; with the
+    content search's top-k store kept only when `persistent`."""
     if "\0" in str(root):
         raise WorkspaceUnavailable(f"workspace root {str(root)!r} contains a NUL character")
     root = root.expanduser().resolve()
@@ -491,6 +503,7 @@ async def _acquire(
         loaded.warnings,
         default=default_db_path(root, env),
         held=writer_lock,
+        content_store=persistent,
     )
     return root, loaded, roles
 
@@ -570,7 +583,7 @@ class CurrentIndex:
 
     @classmethod
     async def open(cls, root: Path, env: Mapping[str, str] = os.environ) -> CurrentIndex:
-        root, loaded, roles = await _acquire(root, None, env, None)
+        root, loaded, roles = await _acquire(root, None, env, None, persistent=False)
         return cls(root, loaded, roles, env)
 
     @property

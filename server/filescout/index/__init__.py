@@ -6,6 +6,7 @@
     catalogue   files: one row per file, the annotation it shows, listings
     annotations annotations by (content hash, annotator)
     search      files_fts (what describes a file) and the content index (contents, body_fts)
+    topk        the content words again, in a tantivy store beside the file: the exact top k
     definitions what each content defines, described, and its full-text index
     graph       what each file imports, as keys its imports are found by
     access      frecency of use
@@ -33,6 +34,7 @@ from filescout.index.graph import ImportGraph
 from filescout.index.history import History
 from filescout.index.meta import Meta
 from filescout.index.search import ContentIndex, DescriptionIndex
+from filescout.index.topk import directory_for
 from filescout.index.usage import UsageLog
 
 __all__ = ["FileFilter", "Index", "IndexUnusable"]
@@ -41,10 +43,10 @@ __all__ = ["FileFilter", "Index", "IndexUnusable"]
 class Index:
     def __init__(self, db: Database) -> None:
         self.db = db
-        self.files = Catalogue(db)
-        self.annotations = Annotations(db)
-        self.descriptions = DescriptionIndex(db)
         self.contents = ContentIndex(db)
+        self.files = Catalogue(db, self.contents)
+        self.annotations = Annotations(db, self.contents)
+        self.descriptions = DescriptionIndex(db)
         self.definitions = DefinitionIndex(db)
         self.graph = ImportGraph(db)
         self.access = AccessLog(db)
@@ -78,11 +80,20 @@ class Index:
         return self.db.writable
 
     async def become_writer(self, writer: Index) -> None:
-        """Serve from `writer`'s connections from now on (this process took the lock)."""
+        """Serve from `writer`'s connections from now on (this process took the lock). The
+        content store, if kept, is opened again for writing at its next use."""
         await self.db.adopt(writer.db)
 
+    def keep_content_store(self) -> None:
+        """Search content words in the top-k store beside the index (topk.py) whenever it can
+        answer: opened in the background, made and reconciled by the writing process, and fed
+        every commit's contents after it. For a server, not for a one-off look at an index."""
+        self.contents.keep_store(directory_for(self.path))
+
     async def close(self) -> None:
+        await self.contents.close_store()
         await self.db.close()
 
     def stop_threads(self) -> None:
+        self.contents.stop_store_threads()
         self.db.stop_threads()

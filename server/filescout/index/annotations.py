@@ -35,8 +35,10 @@ def _prepared_definitions(item: Annotation) -> PreparedDefinitions | None:
 
 
 class Annotations:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, contents: ContentIndex | None = None) -> None:
         self._db = db
+        self._contents = contents if contents is not None else ContentIndex(db)
+        """Told of the contents a transaction adds or forgets, for the top-k store."""
 
     async def save(
         self, annotator: str, annotations: Sequence[tuple[str, Annotation]], *, replace: bool = True
@@ -47,7 +49,7 @@ class Annotations:
         if not annotations:
             return
         now = int(time.time())
-        async with self._db.transaction() as db:
+        async with self._contents.changes() as stored, self._db.transaction() as db:
             await db.executemany(
                 """
                 INSERT INTO annotations(hash, annotator, summary, tags, symbols, imports,
@@ -76,7 +78,7 @@ class Annotations:
             )
             bodies = [(digest, item.body) for digest, item in annotations if item.body is not None]
             if bodies:
-                await ContentIndex.store(db, bodies)
+                stored.added += await ContentIndex.store(db, bodies)
             described = [
                 (digest, prepared)
                 for digest, item in annotations
@@ -93,9 +95,11 @@ class Annotations:
         instead of showing an annotation whose words are gone. Model annotations stay (they
         cost money, and a revert finds them). Returns how many contents were forgotten."""
         machine = " OR ".join(f"annotator LIKE '{prefix}%'" for prefix in MACHINE_ANNOTATORS)
-        async with self._db.transaction() as db:
+        async with self._contents.changes() as forgotten, self._db.transaction() as db:
             await DefinitionIndex.drop_orphans(db)
-            hashes = await ContentIndex.drop_orphans(db)
+            dropped = await ContentIndex.drop_orphans(db)
+            forgotten.removed += [content_id for content_id, _ in dropped]
+            hashes = [digest for _, digest in dropped]
             if hashes:
                 await db.execute(
                     f"DELETE FROM annotations WHERE hash IN (SELECT value FROM json_each(?)) AND ({machine})",

@@ -158,8 +158,10 @@ class FileFilter:
 class Catalogue:
     """The `files` table: what scans store, what listings read."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, contents: ContentIndex | None = None) -> None:
         self._db = db
+        self._contents = contents if contents is not None else ContentIndex(db)
+        """Told of the contents a batch adds, for the top-k store."""
         self._counted: tuple[tuple[str, int], tuple[dict[str, int], dict[str, int]]] | None = None
 
     # -- what scans store ------------------------------------------------------------------
@@ -190,8 +192,8 @@ class Catalogue:
         if not (changed or removed or bodies):  # a scan's last batch often brings nothing
             return 0
         renamed = 0
-        async with self._db.transaction() as db:
-            await ContentIndex.store_packed(db, bodies)
+        async with self._contents.changes() as stored, self._db.transaction() as db:
+            stored.added += await ContentIndex.store_packed(db, bodies)
             if changed:
                 await db.executemany(
                     f"""

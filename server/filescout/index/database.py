@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 import aiosqlite
 import msgspec
+import xxhash
 
 from filescout.index.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, statements
 
@@ -64,6 +65,17 @@ def json_list(values: Iterable[object]) -> str:
     """A JSON array for `json_each(?)`: one bound parameter however many values, so no
     statement grows with its input."""
     return _encode(list(values)).decode()
+
+
+def content_stamp(digest: str) -> int:
+    """A content hash in 63 bits (SQLite's integers are signed): what the top-k store (topk.py)
+    keeps of the content each of its documents was made from. Every connection has it as the
+    SQL function `content_stamp(hash)`, so a statement checks the store's hits itself."""
+    return xxhash.xxh3_64_intdigest(digest.encode()) >> 1
+
+
+async def _add_functions(db: aiosqlite.Connection) -> None:
+    await db.create_function("content_stamp", 1, content_stamp, deterministic=True)
 
 
 class IndexUnusable(Exception):
@@ -373,6 +385,7 @@ async def _close_quietly(connection: aiosqlite.Connection, path: Path) -> None:
 
 
 async def _configure(db: aiosqlite.Connection, cache_kib: int) -> None:
+    await _add_functions(db)
     await db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     await db.execute("PRAGMA journal_mode = WAL")
     await db.execute("PRAGMA synchronous = NORMAL")
@@ -422,6 +435,7 @@ async def _open_unwritable_reader(path: Path, cache_kib: int) -> aiosqlite.Conne
     for options in ("mode=ro", "mode=ro&immutable=1"):
         reader = await aiosqlite.connect(f"{location}?{options}", uri=True, isolation_level=None)
         try:
+            await _add_functions(reader)
             await reader.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             await reader.execute(f"PRAGMA cache_size = -{cache_kib}")
             await reader.execute("PRAGMA temp_store = MEMORY")

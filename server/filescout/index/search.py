@@ -10,12 +10,21 @@ Every full-text write here and in `definitions.py` goes in row-id order, as plai
 writes what it holds as a new segment whenever a row id comes out of order or a statement opens
 a savepoint (an `INSERT ... SELECT` does), and a segment per file, merged again and again, had
 made these writes most of a cold index's writer time.
+
+The content words are also kept in a tantivy store beside the index once the engine asks for it
+(`ContentIndex.keep_store`, topk.py): it ranks the exact top k over every term of a question in
+a few milliseconds where FTS5 scores every row that holds any of them, so a question's content
+search counts every term (`search_words`). FTS5 answers whenever the store cannot: tantivy not
+installed, the store still being built or reconciled, or a commit's contents not in it yet.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import logging
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import aiosqlite
 import msgspec
@@ -23,6 +32,9 @@ import msgspec
 from filescout.core.records import IndexWords, SearchHit
 from filescout.core.words import join_words, pack_words, path_words, unpack_words
 from filescout.index.database import Database, json_list
+from filescout.index.topk import TopKFailed, TopKKeeper
+
+log = logging.getLogger(__name__)
 
 _decode_list = msgspec.json.Decoder(list[str]).decode
 
@@ -133,24 +145,101 @@ class DescriptionIndex:
         return [SearchHit(path, -score, kind, rank) for path, score, kind, rank in rows]
 
 
+@dataclass
+class ContentChanges:
+    """What one transaction did to `contents`, for the top-k store once it has committed."""
+
+    added: list[tuple[int, str, str]] = field(default_factory=list)
+    """(content id, hash, words) of the contents it added."""
+    removed: list[int] = field(default_factory=list)
+    """Content ids it deleted."""
+
+
+CONTENT_HITS_SQL = """
+    SELECT hit.key, f.path, f.kind, ac.rank FROM json_each(?) AS hit
+    JOIN contents AS c ON c.id = hit.value ->> 0 AND content_stamp(c.hash) = hit.value ->> 1
+    LEFT JOIN files AS f ON f.hash = c.hash
+    LEFT JOIN access AS ac ON ac.path = f.path
+    ORDER BY hit.key
+"""
+"""The store's hits, [content id, stamp] each in a JSON array, best first, checked against
+`contents` and turned into files in one statement (one snapshot): a content that is gone, or
+whose id another content now has, gives no row; one no file shows, a row without a path."""
+
+
 class ContentIndex:
-    """`contents` and `body_fts`: BM25 over content words, once per content hash."""
+    """`contents` and `body_fts`: BM25 over content words, once per content hash; and the
+    top-k store of the same words, when kept."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
         self._counted = _Frequencies(generation=-1)
+        self._keeper: TopKKeeper | None = None
+
+    # -- the top-k store ---------------------------------------------------------------------
+
+    def keep_store(self, directory: Path) -> None:
+        """Keep the top-k store in `directory` from now on (opened in the background) and
+        search it whenever it can answer."""
+        if self._keeper is None:
+            self._keeper = TopKKeeper(directory, self._db)
+        self._keeper.start()
+
+    @property
+    def exact(self) -> bool:
+        """Whether the content search now counts every term: the store can answer."""
+        return self._keeper is not None and self._keeper.usable() is not None
+
+    async def store_settled(self) -> bool:
+        """Wait until the store is open and has every change it was told of; whether it can
+        answer. For benchmarks and tests: a search never waits for the store."""
+        return self._keeper is not None and await self._keeper.settled()
+
+    async def close_store(self) -> None:
+        if self._keeper is not None:
+            await self._keeper.close()
+
+    def stop_store_threads(self) -> None:
+        if self._keeper is not None:
+            self._keeper.stop_threads()
+
+    @asynccontextmanager
+    async def changes(self) -> AsyncIterator[ContentChanges]:
+        """Around a write transaction that adds or deletes contents (entered before it, left
+        after its commit): the top-k store is told what it did once it has committed, never
+        inside it. When it fails, the store reads back the contents it touched, since the
+        commit may have been done."""
+        changes = ContentChanges()
+        try:
+            yield changes
+        except BaseException:
+            if self._keeper is not None and (changes.added or changes.removed):
+                self._keeper.unsure([row[0] for row in changes.added] + changes.removed)
+            raise
+        if self._keeper is not None and (changes.added or changes.removed):
+            self._keeper.changed(changes.added, changes.removed)
+
+    # -- writing -----------------------------------------------------------------------------
 
     @staticmethod
-    async def store(db: aiosqlite.Connection, bodies: Sequence[tuple[str, str]]) -> None:
-        """Inside a transaction: index the words of contents not indexed yet."""
-        await ContentIndex.store_packed(db, [(digest, body, pack_words(body)) for digest, body in bodies])
+    async def store(
+        db: aiosqlite.Connection, bodies: Sequence[tuple[str, str]]
+    ) -> list[tuple[int, str, str]]:
+        """Inside a transaction: index the words of contents not indexed yet. Returns (content
+        id, hash, words) of those it added."""
+        return await ContentIndex.store_packed(
+            db, [(digest, body, pack_words(body)) for digest, body in bodies]
+        )
 
     @staticmethod
-    async def store_packed(db: aiosqlite.Connection, bodies: Sequence[tuple[str, str, bytes]]) -> None:
+    async def store_packed(
+        db: aiosqlite.Connection, bodies: Sequence[tuple[str, str, bytes]]
+    ) -> list[tuple[int, str, str]]:
         """Inside a transaction: index the words of contents not indexed yet, given with their
-        packed form (`text.pack_words`, made where they were found: a worker process)."""
+        packed form (`text.pack_words`, made where they were found: a worker process). Returns
+        (content id, hash, words) of those it added."""
         if not bodies:
-            return
+            return []
         rows = await db.execute_fetchall(
             "SELECT hash FROM contents WHERE hash IN (SELECT value FROM json_each(?))",
             (json_list(digest for digest, _, _ in bodies),),
@@ -158,7 +247,7 @@ class ContentIndex:
         present = {row[0] for row in rows}
         fresh = {digest: (body, packed) for digest, body, packed in bodies if digest not in present}
         if not fresh:
-            return
+            return []
         await db.executemany(
             "INSERT INTO contents(hash, words) VALUES (?, ?)",
             [(digest, packed) for digest, (_, packed) in fresh.items()],
@@ -171,6 +260,7 @@ class ContentIndex:
             "INSERT INTO body_fts(rowid, body) VALUES (?, ?)",
             [(content_id, fresh[digest][0]) for content_id, digest in rows],
         )
+        return [(int(content_id), str(digest), fresh[digest][0]) for content_id, digest in rows]
 
     async def missing(self, hashes: Iterable[str]) -> set[str]:
         """Which of these contents have no words in the index (indexed by an older version,
@@ -183,9 +273,9 @@ class ContentIndex:
         return wanted - {row[0] for row in rows}
 
     @staticmethod
-    async def drop_orphans(db: aiosqlite.Connection) -> list[str]:
+    async def drop_orphans(db: aiosqlite.Connection) -> list[tuple[int, str]]:
         """Inside a transaction: forget the words of contents no file has any more (after
-        deletions and edits). Returns those contents' hashes."""
+        deletions and edits). Returns those contents' ids and hashes."""
         rows = list(
             await db.execute_fetchall(
                 "SELECT id, hash, words FROM contents WHERE hash NOT IN (SELECT hash FROM files) ORDER BY id"
@@ -199,7 +289,7 @@ class ContentIndex:
             await db.executemany(
                 "DELETE FROM contents WHERE id = ?", [(content_id,) for content_id, _, _ in rows]
             )
-        return [str(digest) for _, digest, _ in rows]
+        return [(int(content_id), str(digest)) for content_id, digest, _ in rows]
 
     async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(indexed contents, how many contain each term): to drop terms too common to tell
@@ -248,3 +338,37 @@ class ContentIndex:
             (match, limit),
         )
         return [SearchHit(path, -score, kind, rank) for path, score, kind, rank in rows]
+
+    async def search_words(
+        self, terms: Sequence[str], *, limit: int, fallback: str | None
+    ) -> list[SearchHit]:
+        """The files of the best `limit` contents for `terms`: from the top-k store, every term
+        counted, when it can answer now; else FTS5's for the expression `fallback` (the terms a
+        scan of FTS5 can afford: the caller drops common ones), or none without one. A store
+        tantivy fails to read is closed and opened again later; SQLite's errors are raised."""
+        store = self._keeper.usable() if self._keeper is not None else None
+        if store is not None:
+            try:
+                found = await store.ranked(terms, limit=limit, keep=self._files_of)
+            except TopKFailed as exc:
+                log.warning("the content search's top-k store failed (%s): the full-text index answers", exc)
+                assert self._keeper is not None
+                self._keeper.failed()
+            else:
+                return [hit for hits in found for hit in hits]
+        return await self.search(fallback, limit=limit) if fallback else []
+
+    async def _files_of(self, hits: list[tuple[int, int, float]]) -> list[list[SearchHit]]:
+        """The files of each hit whose content `contents` still has as it was, in the hits'
+        order ([] for such a content no file shows); nothing for the others."""
+        if not hits:
+            return []
+        rows = await self._db.questions.fetchall(
+            CONTENT_HITS_SQL, (json_list((content_id, made_from) for content_id, made_from, _ in hits),)
+        )
+        found: dict[int, list[SearchHit]] = {}
+        for key, path, kind, rank in rows:
+            files = found.setdefault(int(key), [])
+            if path is not None:
+                files.append(SearchHit(path, hits[key][2], kind, rank))
+        return list(found.values())

@@ -26,8 +26,9 @@ import asyncio
 import dataclasses
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from filescout.core.records import DefinitionHit, FileEntry, SearchHit
 from filescout.core.words import IDENTIFIER, path_words, words
@@ -139,26 +140,41 @@ class TextMatches:
         self.defined_lifts = defined_here.lifts(self.defined, text)
 
 
+def _search_contents(
+    index: Index, terms: list[str], telling: list[str], limit: int
+) -> Coroutine[Any, Any, list[SearchHit]]:
+    """When some terms are too common for FTS5 to afford (it scores every row that holds any
+    of them), the index's top-k store ranks with every term in milliseconds, and FTS5 with the
+    telling terms only when the store cannot answer. When none is, FTS5 ranks with every term,
+    exactly and cheaply."""
+    fallback = expression(telling, single_tokens=True)
+    if telling != terms:
+        return index.contents.search_words(terms, limit=limit, fallback=fallback)
+    return index.contents.search(fallback, limit=limit) if fallback else _nothing()
+
+
 async def search_both(
     index: Index, terms: list[str], *, limit: int, definitions: int = 0, weights: Weights = DEFAULT
 ) -> TextMatches:
     """Both full-text searches for `terms`, side by side (two connections), after dropping
     terms too common to tell files apart; with `definitions`, that many best definitions too,
-    fused in."""
+    fused in. When some terms are too common for FTS5 to afford (it scores every row holding
+    any term), the content search asks the index's top-k store, which counts every term in
+    milliseconds, and FTS5 with the telling terms only when the store cannot answer; when none
+    is, FTS5 answers with every term, exactly and cheaply."""
     matches = TextMatches(weights=weights)
     if not terms:
         return matches
     total, frequency = await index.contents.frequencies(terms)
     telling = telling_terms(terms, frequency, total)
     described_expression = expression(telling)
-    content_expression = expression(telling, single_tokens=True)
     defining = defined_here.specific_terms(telling, frequency, total)
     defining_expression = expression(defining, single_tokens=True) if definitions else None
     described, contents, defined = await asyncio.gather(
         index.descriptions.search(described_expression, limit=limit, weights=STRUCTURE_WEIGHTS)
         if described_expression
         else _nothing(),
-        index.contents.search(content_expression, limit=limit) if content_expression else _nothing(),
+        _search_contents(index, terms, telling, limit),
         index.definitions.search(defining_expression, limit=definitions, weights=defined_here.WEIGHTS)
         if defining_expression and definitions
         else _no_definitions(),
