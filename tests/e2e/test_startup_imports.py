@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from harness import launch, wire
-from harness.support import make_workspace
+from harness.support import make_workspace, run_git
 
 TIMEOUT = 60.0
 NEVER_AT_STARTUP = (
@@ -117,3 +117,42 @@ def test_a_warm_server_start_imports_no_annotation_grammar_model_client_or_relev
     # Nothing changed, so nothing is annotated: the grammars are not loaded either.
     assert unexpected(modules) == []
     assert "tree_sitter_language_pack" not in modules
+
+
+VAULT = '''"""The vault: where the service keeps what it must not show."""
+
+
+def open_vault(path: str, api_token: str = "Zk82HqLmNw3xTr7VbC1pYs9dFg4jK6uE") -> None:
+    """Open the vault at `path`."""
+'''
+
+
+def test_a_query_answered_from_a_current_index_redacts_without_the_secret_detection_package(
+    tmp_path: Path,
+) -> None:
+    """What `find` shows goes through every redaction rule where the screen holds a text back (a
+    definition quoting a key, here), from the catalogue of detect-secrets' detectors: the
+    package, which imports requests, urllib3 and ssl, is not loaded."""
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "vault.py").write_text(VAULT, encoding="utf-8")
+    for arguments in (("init", "-q"), ("add", "src"), ("commit", "-q", "-m", "vault")):
+        run_git(root, *arguments)  # git lists the files: a current index, known without a walk
+    env = environment(tmp_path)
+    subprocess.run(
+        launch.command("index", str(root)), env=env, check=True, timeout=TIMEOUT, capture_output=True
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", PROBE, "find", str(root), "open the vault", "--no-model"],
+        env=env,
+        check=True,
+        timeout=TIMEOUT,
+        capture_output=True,
+        text=True,
+    )
+    modules = imported(tmp_path)
+    assert "src/vault.py" in found.stdout and "[REDACTED]" in found.stdout  # the rules ran on it
+    assert "Zk82HqLmNw3xTr7VbC1pYs9dFg4jK6uE" not in found.stdout
+    assert "filescout.relevance.find" in modules
+    assert "filescout.engine.passes" not in modules  # answered from the index as it is
+    assert sorted(name for name in modules if name.split(".")[0] in ("detect_secrets", "requests")) == []

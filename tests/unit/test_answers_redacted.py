@@ -20,6 +20,7 @@ from filescout.core.records import FileToAnnotate
 from filescout.engine import Hooks, Workspace
 from filescout.engine.prompt import Listed, render
 from filescout.engine.shown import KEPT, shown
+from filescout.llm import detect_secrets_catalogue as catalogue
 from filescout.llm import redact as redact_module
 from filescout.llm.redact import PLACEHOLDER
 from filescout_protocol.types import (
@@ -155,15 +156,17 @@ def test_what_the_structural_annotator_wrote_is_not_looked_at_twice() -> None:
 # The redaction rules as of the structural annotator's id: its stored summaries were redacted by
 # these rules, and the faces show them as they are. A change to the rules needs a new id (which
 # annotates every file again, with the new rules), then the new digest here.
-RULES_OF_THE_STRUCTURAL_ANNOTATOR = ("structural/4", "ac9f4dda5ce4cbf5")
+RULES_OF_THE_STRUCTURAL_ANNOTATOR = ("structural/4", "097d87e9d8dace43")
 
 
 def rules_digest() -> str:
     """The rules' code (redact.py up to its screen, which changes no outcome), comments and
-    docstrings left out, and the detect-secrets release whose detectors it uses."""
+    docstrings left out, and the detect-secrets detectors it uses (their catalogue's data)."""
     source = Path(redact_module.__file__).read_text(encoding="utf-8")
     rules = source[: source.index("# -- The screen")]
-    kept: list[str] = [redact_module.SCREENED_DETECT_SECRETS]
+    kept: list[str] = [
+        repr((catalogue.RELEASE, catalogue.REGEX_DETECTORS, catalogue.KEYWORDS, catalogue.HIGH_ENTROPY))
+    ]
     tokens = list(tokenize.generate_tokens(io.StringIO(rules).readline))
     layout = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
     for before, token, after in zip([None, *tokens[:-1]], tokens, [*tokens[1:], None], strict=True):

@@ -12,13 +12,16 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from filescout.annotate.base import TAG_LIMIT, clip
-from filescout.annotate.documents import annotate_document
-from filescout.annotate.heuristic import annotate_text as annotate_by_lines
-from filescout.annotate.outline import Outline, has_grammar, outline_code, outline_data, outline_markdown
 from filescout.core.records import Annotation, FileToAnnotate
 from filescout.core.words import CAMEL_PART, STOPWORDS, body_words
+
+# The annotators this one draws on (tree-sitter's outlines, documents' facts, the line-based
+# one) are imported where a file is annotated: the faces import this module for its id alone.
+if TYPE_CHECKING:
+    from filescout.annotate.outline import Outline
 
 log = logging.getLogger(__name__)
 
@@ -259,6 +262,10 @@ def sentence(text: str) -> str:
 def annotate_structure(item: FileToAnnotate, *, with_words: bool = True) -> Annotation:
     """`with_words`: find the content words too (the scan finds them once per change; an
     annotation carries them only for a content the index has no words of)."""
+    from filescout.annotate.documents import annotate_document
+    from filescout.annotate.heuristic import annotate_text as annotate_by_lines
+    from filescout.annotate.outline import has_grammar, outline_code, outline_data, outline_markdown
+
     if item.facts is not None:
         return annotate_document(item, item.facts, with_words=with_words)
     body = body_words(item.text) if with_words else None
@@ -317,6 +324,8 @@ def annotate_safely(item: FileToAnnotate, *, with_words: bool = True) -> Annotat
     except Exception:
         log.warning("structural annotation of %s failed; using the line-based one", item.path, exc_info=True)
     try:
+        from filescout.annotate.heuristic import annotate_text as annotate_by_lines
+
         body = body_words(item.text) if with_words else None
         return redacted(dataclasses.replace(annotate_by_lines(item), body=body))
     except Exception:

@@ -10,7 +10,10 @@ short texts that no rule could change.
 Five layers:
 - the token catalogue of `bc-detect-secrets` (Bridgecrew's maintained fork of Yelp's
   detect-secrets: AWS, Azure, Slack, Twilio, npm, JWT, private keys, ...), used as a library of
-  regular expressions over the whole text, and our own patterns for tokens it does not know;
+  regular expressions over the whole text, and our own patterns for tokens it does not know.
+  Its detectors are kept as data (`detect_secrets_catalogue`, generated from the pinned release
+  and checked against it by a test): the package itself imports requests, urllib3 and ssl, a
+  tenth of a second that a command showing one redacted text would pay;
 - its high-entropy strings (base64 and hex at its default limits), quoted, ending a `key: value`
   line, or listed as YAML items: the keys that have neither a known shape nor a telling name;
 - secrets that their surroundings give away: passwords in URLs (`redis://:pw@host` too), in
@@ -33,7 +36,9 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
+
+from filescout.llm import detect_secrets_catalogue as catalogue
 
 log = logging.getLogger(__name__)
 
@@ -154,16 +159,14 @@ IDENTIFIER = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]{2,})+")
 @cache
 def _detector_patterns() -> tuple[tuple[re.Pattern[str], ...], tuple[re.Pattern[str], ...]]:
     """The regular expressions of detect-secrets' token detectors: (those for any text, those
-    for `keyword = value` lines). Imported on first use: the package costs a tenth of a second
-    to import, paid only when something is sent to a model."""
-    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.plugins.base import RegexBasedDetector
-
+    for `keyword = value` lines). Compiled on first use, from the catalogue: only a text that
+    the screen holds back needs them."""
     anywhere: list[re.Pattern[str]] = []
     assignments: list[re.Pattern[str]] = []
-    for detector in get_mapping_from_secret_type_to_class().values():
-        if issubclass(detector, RegexBasedDetector) and detector.__name__ not in SKIPPED_DETECTORS:
-            for pattern in detector().denylist:
+    for detector, denylist in catalogue.REGEX_DETECTORS:
+        if detector not in SKIPPED_DETECTORS:
+            for source, flags in denylist:
+                pattern = re.compile(source, flags)
                 if pattern.pattern.startswith(ASSIGNMENT_DETECTOR):
                     assignments.append(pattern)
                 else:
@@ -199,28 +202,58 @@ def _entropy_rule() -> EntropyRule:
     well-known Python packages they flagged seven strings: hex alphabets, a base64 example, an
     id). They catch the keys that have neither a known shape nor a telling name, passed as an
     argument or listed under a name on another line."""
-    from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString, HexHighEntropyString
-
-    plugins = (Base64HighEntropyString(), HexHighEntropyString())
-    alphabet = re.escape("".join(sorted(set().union(*(plugin.charset for plugin in plugins)))))
+    plugins = catalogue.HIGH_ENTROPY  # (name, charset, limit): base64's, hex's
+    alphabet = re.escape("".join(sorted(set().union(*(charset for _, charset, _ in plugins)))))
     quoted = rf"""([\'":=])\s*([{alphabet}]+)([\'"]|$)"""  # the plugins' own pattern, for any alphabet
     list_item = rf"^[ \t]*-[ \t]+([\"']?)([{alphabet}]+)\1[ \t]*$"
     return EntropyRule(
         patterns=(re.compile(quoted, re.MULTILINE), re.compile(list_item, re.MULTILINE)),
         checks=tuple(
-            (frozenset(plugin.charset), plugin.calculate_shannon_entropy, plugin.entropy_limit)
-            for plugin in plugins
+            (frozenset(charset), partial(plugin_entropy, plugin, charset), limit)
+            for plugin, charset, limit in plugins
         ),
     )
+
+
+NUMBERS_DISCOUNTED = frozenset({"HexHighEntropyString"})
+"""High-entropy plugins that rate a string of decimal digits less random than its characters say
+(detect-secrets' hex plugin: numbers were most of what it flagged wrongly), the more so the
+shorter it is."""
+
+
+def plugin_entropy(plugin: str, charset: str, data: str) -> float:
+    """The entropy detect-secrets' high-entropy plugin `plugin` gives `data` (its
+    `calculate_shannon_entropy`), for a `data` of `charset`'s characters only."""
+    entropy = charset_entropy(data, charset)
+    if plugin in NUMBERS_DISCOUNTED and len(data) > 1:
+        try:
+            int(data)
+        except ValueError:
+            return entropy
+        entropy -= 1.2 / math.log(len(data), 2)
+    return entropy
+
+
+def charset_entropy(data: str, charset: str) -> float:
+    """Shannon entropy in bits per character, as detect-secrets computes it for its high-entropy
+    plugins (the module's `calculate_shannon_entropy`): the same sum in the same order, so the
+    same float at the limit. Like it, 0.0 for fewer than 8 characters or fewer than 4 distinct
+    ones of the charset, which could not pass either limit anyway (log2(7) < 3.0)."""
+    if len(data) < 8 or len(set(data) & set(charset)) < 4:
+        return 0.0
+    total = 0.0
+    for character in charset:
+        share = float(data.count(character)) / len(data)
+        if share > 0:
+            total += -share * math.log(share, 2)
+    return total
 
 
 @cache
 def _name_rules() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """(`name = "quoted"`, `name = bare`, `name = random-looking`), the secret names being ours
     plus detect-secrets' keyword list."""
-    from detect_secrets.plugins.keyword import DENYLIST
-
-    known = "|".join(keyword.replace(".*", r"[\w.\-]*") for keyword in DENYLIST)
+    known = "|".join(keyword.replace(".*", r"[\w.\-]*") for keyword in catalogue.KEYWORDS)
     name = rf"\b[\w.\-]*(?:{OUR_NAMES}|{known})[\w.\-]*"
     hinted = rf"\b[\w.\-]*(?:{HINTS})[\w.\-]*"
     return (
@@ -403,8 +436,9 @@ def apply_rules(text: str) -> str:
 # installed detect-secrets.
 
 SCREENED_DETECT_SECRETS = "1.5.52"
-"""The detect-secrets release whose detectors the screen was derived from. With another one the
-screen stands aside (every text gets every rule) until it is checked against the new one."""
+"""The detect-secrets release whose detectors the screen was derived from. With a catalogue of
+another one the screen stands aside (every text gets every rule) until it is checked against the
+new one."""
 
 HEX_ALPHABET = "0123456789abcdefABCDEF"
 BASE64_ALPHABET = "+-/0123456789=ABCDEFGHIJKLMNOPQRSTUVWXYZ\\_abcdefghijklmnopqrstuvwxyz"
@@ -546,19 +580,12 @@ def _a_value_after(rest: str) -> bool:
 
 @cache
 def _screen_applies() -> bool:
-    """Whether the installed detect-secrets is the one the screen knows (from its metadata:
-    importing the package costs a tenth of a second)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        installed = version("bc-detect-secrets")
-    except PackageNotFoundError:
-        installed = "none"
-    if installed != SCREENED_DETECT_SECRETS:
+    """Whether the rules' detectors (the catalogue's release) are the ones the screen knows."""
+    if catalogue.RELEASE != SCREENED_DETECT_SECRETS:
         log.warning(
-            "detect-secrets %s is not the release redaction's screen was checked against (%s): "
-            "every text gets every rule, which is slower",
-            installed,
+            "the detect-secrets catalogue (%s) is not the release redaction's screen was checked "
+            "against (%s): every text gets every rule, which is slower",
+            catalogue.RELEASE,
             SCREENED_DETECT_SECRETS,
         )
         return False

@@ -9,13 +9,18 @@ import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Union
+from typing import TYPE_CHECKING, Annotated, Any, Union
 
 import msgspec
 
 from filescout.core.errors import InvalidParams
 from filescout.core.paths import normalise_glob, to_relative
-from filescout.scan.globs import Globs, InvalidPattern
+
+# The glob matcher (RE2, pathspec) is imported where a filter has globs: most questions and
+# listings have none, and a one-shot command answered from another process's index would pay
+# for it.
+if TYPE_CHECKING:
+    from filescout.scan.globs import Globs
 
 
 class PageCursor(msgspec.Struct, forbid_unknown_fields=True, array_like=True):
@@ -82,6 +87,8 @@ class PathFilter:
         ]
         matcher = None
         if patterns:
+            from filescout.scan.globs import Globs, InvalidPattern
+
             everything = all(pattern.startswith("!") for pattern in patterns)
             try:
                 matcher = Globs(["*", *patterns] if everything else patterns)

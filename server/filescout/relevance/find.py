@@ -18,15 +18,19 @@ import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from filescout.core.records import RankedFile, RelevanceStage
 from filescout.index import Index
-from filescout.llm.client import BudgetSpent, Completion, ModelClient, ModelError, estimate_tokens
 from filescout.relevance.filters import PathFilter
-from filescout.relevance.judge import FINAL_POOL, PASS_SCORE, Verdict, judge, pick_tags, rank
 from filescout.relevance.prefilter import Candidate, prefilter
 from filescout.relevance.query import analyse
+
+# The model client and the judge are imported where a model answers: a question without one (no
+# model set up, or `--no-model`) needs neither, and a one-shot command would pay for both.
+if TYPE_CHECKING:
+    from filescout.llm.client import Completion, ModelClient
+    from filescout.relevance.judge import Verdict
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +87,8 @@ class Allowance:
         schema_name: str,
         max_output_tokens: int,
     ) -> Completion:
+        from filescout.llm.client import ModelError, estimate_tokens
+
         planned = sum(estimate_tokens(m["content"]) for m in messages) + max_output_tokens
         if self.calls_left <= 0:
             raise ModelError("this request's model calls are used up")
@@ -127,6 +133,8 @@ async def find(
     )
     tags_task: asyncio.Task[list[str]] | None = None
     if allowance is not None and question.select_tags and question.max_model_calls > 2:
+        from filescout.relevance.judge import pick_tags
+
         vocabulary = await index.files.tag_vocabulary()
         tags_task = asyncio.create_task(pick_tags(allowance, question.text, vocabulary))
     try:
@@ -163,6 +171,9 @@ async def _model_stages(
     tags_task: asyncio.Task[list[str]] | None,
     current: str,
 ) -> AsyncIterator[RelevanceUpdate]:
+    from filescout.llm.client import BudgetSpent, ModelError
+    from filescout.relevance.judge import FINAL_POOL, PASS_SCORE, judge, rank
+
     stages: list[RelevanceStage] = ["prefilter"]
     problems: list[str] = []
     pool = [candidate.item for candidate in candidates]
