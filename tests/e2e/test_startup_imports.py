@@ -156,3 +156,5 @@ def test_a_query_answered_from_a_current_index_redacts_without_the_secret_detect
     assert "filescout.relevance.find" in modules
     assert "filescout.engine.passes" not in modules  # answered from the index as it is
     assert sorted(name for name in modules if name.split(".")[0] in ("detect_secrets", "requests")) == []
+    # A one-shot command never keeps the content search's top-k store: neither it nor tantivy.
+    assert sorted(name for name in modules if name in ("filescout.index.topk", "tantivy")) == []

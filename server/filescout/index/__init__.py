@@ -34,7 +34,6 @@ from filescout.index.graph import ImportGraph
 from filescout.index.history import History
 from filescout.index.meta import Meta
 from filescout.index.search import ContentIndex, DescriptionIndex
-from filescout.index.topk import directory_for
 from filescout.index.usage import UsageLog
 
 __all__ = ["FileFilter", "Index", "IndexUnusable"]
@@ -88,6 +87,8 @@ class Index:
         """Search content words in the top-k store beside the index (topk.py) whenever it can
         answer: opened in the background, made and reconciled by the writing process, and fed
         every commit's contents after it. For a server, not for a one-off look at an index."""
+        from filescout.index.topk import directory_for
+
         self.contents.keep_store(directory_for(self.path))
 
     async def close(self) -> None:

@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiosqlite
 import msgspec
@@ -32,7 +33,11 @@ import msgspec
 from filescout.core.records import IndexWords, SearchHit
 from filescout.core.words import join_words, pack_words, path_words, unpack_words
 from filescout.index.database import Database, json_list
-from filescout.index.topk import TopKFailed, TopKKeeper
+
+# The store's module (and tantivy) is imported once a server keeps the store: a one-shot command
+# never does.
+if TYPE_CHECKING:
+    from filescout.index.topk import TopKKeeper
 
 log = logging.getLogger(__name__)
 
@@ -181,6 +186,8 @@ class ContentIndex:
     def keep_store(self, directory: Path) -> None:
         """Keep the top-k store in `directory` from now on (opened in the background) and
         search it whenever it can answer."""
+        from filescout.index.topk import TopKKeeper
+
         if self._keeper is None:
             self._keeper = TopKKeeper(directory, self._db)
         self._keeper.start()
@@ -348,6 +355,8 @@ class ContentIndex:
         tantivy fails to read is closed and opened again later; SQLite's errors are raised."""
         store = self._keeper.usable() if self._keeper is not None else None
         if store is not None:
+            from filescout.index.topk import TopKFailed
+
             try:
                 found = await store.ranked(terms, limit=limit, keep=self._files_of)
             except TopKFailed as exc:
