@@ -13,7 +13,7 @@ from filescout.relevance.filters import PathFilter
 from filescout.relevance.prefilter import TextMatches, find_named_files, prefilter, telling_terms
 from filescout.relevance.query import analyse
 from filescout.relevance.signals import Signals
-from filescout.scan.classify import classify
+from filescout.scan.classify import classify, is_vendored
 
 FILES = {
     "app/routing.py": "class Router:\n    def add_route(self, path, handler):\n        pass\n\n"
@@ -109,3 +109,46 @@ async def test_without_mentions_a_mentioned_symbol_lifts_no_one(index: Index) ->
         index, question, limit=5, scope=PathFilter(), current=ANNOTATOR_ID, signals=Signals(mentions=False)
     )
     assert not any("the question mentions" in reason for candidate in found for reason in candidate.reasons)
+
+
+VENDORED = {
+    "vendor/github.com/acme/retry/backoff.go": "package retry\n\n// Backoff retries with exponential backoff.\n"
+    "func Backoff(retries int) int {\n\t// retry, backoff, retry again with backoff\n\treturn retries * 2\n}\n",
+    "internal/client/retry.go": "package client\n\n// Do sends a request and retries it.\nfunc Do(retries int) int {\n"
+    "\treturn retries\n}\n",
+}
+
+
+async def test_code_copied_in_from_other_projects_sits_below_the_workspaces_own(tmp_path: Path) -> None:
+    """`vendor/` holds another project's code: a question about the workspace wants its own
+    client first, however well the vendored module's words match; a question about the
+    dependency does not push the vendored module down."""
+    opened = await Index.open(tmp_path / "index.sqlite3")
+    try:
+        records, annotations = [], []
+        for number, (path, text) in enumerate(VENDORED.items()):
+            kind = classify(path, text.encode()[:100])
+            records.append(FileRecord(path, len(text), 1, f"v{number}", kind.language, kind.kind, None))
+            annotations.append(
+                (
+                    f"v{number}",
+                    annotate_structure(FileToAnnotate(path, f"v{number}", kind.language, kind.kind, text)),
+                )
+            )
+        await opened.files.apply_changes(records, [], current=ANNOTATOR_ID)
+        await opened.annotations.save(ANNOTATOR_ID, annotations)
+        assert (await ranking(opened, "how does the client retry with backoff"))[
+            0
+        ] == "internal/client/retry.go"
+        assert (await ranking(opened, "bump the retry backoff dependency to v2"))[0] == (
+            "vendor/github.com/acme/retry/backoff.go"
+        )
+    finally:
+        await opened.close()
+
+
+def test_vendored_directories_are_told_by_their_names() -> None:
+    assert is_vendored("vendor/github.com/acme/retry/backoff.go")
+    assert is_vendored("src/third_party/zlib/inflate.c")
+    assert not is_vendored("internal/vendoring/plan.go")  # a word in a name is not the directory
+    assert not is_vendored("vendor.go")

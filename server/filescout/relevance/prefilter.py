@@ -42,11 +42,15 @@ from filescout.relevance.past_commits import lift_by_history, past_votes
 from filescout.relevance.query import Query, expression
 from filescout.relevance.signals import Signals
 from filescout.relevance.weights import DEFAULT, KIND_PRIOR, Weights, current_weights
-from filescout.scan.classify import SOURCE_LANGUAGES
+from filescout.scan.classify import SOURCE_LANGUAGES, is_vendored
 
 STRUCTURE_WEIGHTS = (6.0, 3.0, 1.0, 2.0)  # path words, symbols, summary, tags
 POOL = 200
 SCOPED_POOL = 4000
+VENDORED_PRIOR = 0.3
+"""Code copied in from other projects (`vendor/`, `third_party/`) sits below the workspace's own,
+as data does, unless the question is about dependencies: a Go repository that vendors its
+modules holds more of their files than of its own, and their words match any question."""
 ASKED_KIND_LIFT = {"document": 1.5, "image": 1.5}
 """A question that names a document or an image as what it is after ("which PDF specifies",
 "the architecture diagram") wants one: files of that kind are lifted, not only spared the prior
@@ -344,6 +348,8 @@ def first_scores(
             score *= ASKED_KIND_LIFT.get(hit.kind, 1.0)
         elif not (naming and naming.explicit):
             score *= prior.get(hit.kind, 0.45)
+            if "vendored" not in query.asks_for and is_vendored(path):
+                score *= VENDORED_PRIOR
         if hit.access_rank is not None:
             recent_uses = current_score(hit.access_rank, now)
             score *= 1 + FRECENCY * min(recent_uses, FRECENCY_SATURATION) / FRECENCY_SATURATION

@@ -11,7 +11,8 @@ from filescout.relevance.report import Report, is_report, read_report
 from filescout.scan.classify import LANGUAGE_BY_EXTENSION
 
 MAX_TERMS = 48
-# A question that is about tests, docs, documents or images should not have them pushed down.
+# A question that is about tests, docs, documents or images should not have them pushed down, nor
+# one about dependencies the code copied in from other projects ("vendored", not a kind of file).
 ASKS_FOR = {
     "test": re.compile(r"\b(tests?|testing|spec|specs|unit ?tests?|fixtures?|pytest|jest|coverage)\b", re.I),
     "docs": re.compile(r"\b(docs?|documentation|readme|changelog|guide|tutorial|docstrings?)\b", re.I),
@@ -24,6 +25,11 @@ ASKS_FOR = {
     "document": re.compile(
         r"\b(documents?|pdfs?|specifications?|rfcs?|white ?papers?|slides?|slide ?decks?|presentations?|"
         r"spreadsheets?|workbooks?|excel|word documents?|docx|pptx|xlsx|data ?sheets?|manuals?)\b",
+        re.I,
+    ),
+    "vendored": re.compile(
+        r"\b(vendor(ed|ing)?|dependenc(y|ies)|deps|third[- ]?party|bump(s|ed)?|upgrad(e|es|ed|ing)|"
+        r"go\.(mod|sum)|update module)\b",
         re.I,
     ),
     "image": re.compile(
@@ -42,7 +48,8 @@ class Query:
     mentions: Mentions
     """The files, modules and symbols the question names explicitly (`routing.py`, `url_for`)."""
     asks_for: frozenset[str]
-    """File kinds the question is explicitly about (tests, docs, config, data, documents, images)."""
+    """File kinds the question is explicitly about (tests, docs, config, data, documents, images),
+    and "vendored" for a question about dependencies (code copied in from other projects)."""
     history_terms: list[str] | None = None
     """The words past commits' messages are searched for; None: `terms`."""
     history_share: float = 1.0

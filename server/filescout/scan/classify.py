@@ -345,6 +345,21 @@ TEST_DIRS = frozenset(
     }
 )
 DOC_DIRS = frozenset({"docs", "doc", "documentation", "man"})
+VENDORED_DIRS = frozenset(
+    {
+        "vendor",
+        "vendors",
+        "third_party",
+        "third-party",
+        "thirdparty",
+        "3rdparty",
+        "node_modules",
+        "bower_components",
+    }
+)
+"""Directories that hold other projects' code copied in (Go's and PHP's `vendor/`, C and C++'s
+`third_party/`), as GitHub's Linguist names them: source by kind, but rarely what a question
+about the workspace is after."""
 TEST_FILE = re.compile(
     r"(^test_.*\.py$|.*_test\.py$|^conftest\.py$|.*_test\.go$|.*\.(test|spec)\.[cm]?[jt]sx?$|"
     r".*Tests?\.(java|kt|cs|swift|scala)$|.*_spec\.rb$|.*_test\.rb$|.*_test\.exs?$|"
@@ -443,6 +458,11 @@ def looks_generated(head: bytes) -> bool:
     if len(sample) >= 4096:
         return len(sample) / (sample.count(b"\n") + 1) > 500
     return False
+
+
+def is_vendored(path: str) -> bool:
+    """Whether the file sits in a directory of code copied in from other projects."""
+    return not VENDORED_DIRS.isdisjoint(_split(path)[2])
 
 
 def kind_of(path: str, language: str | None, *, binary: bool, generated: bool) -> FileKind:
