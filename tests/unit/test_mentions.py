@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from filescout.relevance.mentions import (
+    NAMES_AREA,
     NAMES_FILE,
     NAMES_MODULE,
     NAMES_PATH,
@@ -155,6 +156,25 @@ def test_commit_scopes() -> None:
     assert named("fix(adapter): wrong header")["lib/adapters/http.js"] < NAMES_MODULE  # its folder only
     scoped = name_files(mentions("feat(dataStructures): x"), ["src/datastructures.py"])
     assert scoped["src/datastructures.py"].reason == "the question's scope names this file (`dataStructures`)"
+
+
+def test_a_written_folder_names_the_files_directly_in_it() -> None:
+    """`pkg/path: subject`, as Go and kernel-style commits begin: the file named as the folder
+    first, the folder's other files less, nothing in its subfolders or elsewhere."""
+    tree = [
+        "daemon/events/events.go",
+        "daemon/events/filter.go",
+        "daemon/events/testutils/testutils.go",
+        "api/events/events.go",
+        "daemon/daemon.go",
+    ]
+    named_here = name_files(mentions("daemon/events: make cancelFn idempotent"), tree)
+    assert {path: naming.lift for path, naming in named_here.items()} == {
+        "daemon/events/events.go": NAMES_MODULE,
+        "daemon/events/filter.go": NAMES_AREA,
+    }
+    assert named_here["daemon/events/filter.go"].reason == "the question names its folder (`daemon/events`)"
+    assert name_files(mentions("read/write errors are swallowed"), tree) == {}
 
 
 def test_an_ordinary_word_equal_to_a_stem_is_not_a_mention() -> None:

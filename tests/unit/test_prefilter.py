@@ -111,6 +111,49 @@ async def test_without_mentions_a_mentioned_symbol_lifts_no_one(index: Index) ->
     assert not any("the question mentions" in reason for candidate in found for reason in candidate.reasons)
 
 
+async def indexed(tmp_path: Path, files: dict[str, str]) -> Index:
+    """A small real index of `files`, annotated as the structural annotator does."""
+    opened = await Index.open(tmp_path / "index.sqlite3")
+    records, annotations = [], []
+    for number, (path, text) in enumerate(files.items()):
+        kind = classify(path, text.encode()[:100])
+        digest = f"f{number}"
+        records.append(FileRecord(path, len(text), 1, digest, kind.language, kind.kind, None))
+        annotations.append(
+            (digest, annotate_structure(FileToAnnotate(path, digest, kind.language, kind.kind, text)))
+        )
+    await opened.files.apply_changes(records, [], current=ANNOTATOR_ID)
+    await opened.annotations.save(ANNOTATOR_ID, annotations)
+    return opened
+
+
+async def test_the_files_of_a_named_folder_the_searches_missed_are_looked_up(tmp_path: Path) -> None:
+    """`internal/testutil/daemon: …` begins a subject as Go's commits do: the files directly in
+    that folder are candidates even when the searches ranked none of them (their words too
+    common in a large workspace), not its subfolders' files."""
+    opened = await indexed(
+        tmp_path,
+        {
+            "internal/testutil/daemon/daemon.go": "package daemon\n\nfunc New() *Daemon { return nil }\n",
+            "internal/testutil/daemon/ops.go": "package daemon\n\nfunc WithInit() {}\n",
+            "internal/testutil/daemon/swarm/swarm.go": "package swarm\n\nfunc Join() {}\n",
+            "daemon/daemon.go": "package daemon\n\nfunc Start() {}\n",
+        },
+    )
+    try:
+        matches = TextMatches()  # as if the full-text searches had not ranked them among the best
+        await find_named_files(opened, analyse("internal/testutil/daemon: fix minor linting issues"), matches)
+        assert {"internal/testutil/daemon/daemon.go", "internal/testutil/daemon/ops.go"} <= set(matches.hits)
+        assert "internal/testutil/daemon/swarm/swarm.go" not in matches.hits
+        ranked = await ranking(opened, "internal/testutil/daemon: fix minor linting issues")
+        assert ranked[0] == "internal/testutil/daemon/daemon.go"  # named as the folder
+        nothing = TextMatches()
+        await find_named_files(opened, analyse("read/write errors are swallowed"), nothing)
+        assert not nothing.hits
+    finally:
+        await opened.close()
+
+
 VENDORED = {
     "vendor/github.com/acme/retry/backoff.go": "package retry\n\n// Backoff retries with exponential backoff.\n"
     "func Backoff(retries int) int {\n\t// retry, backoff, retry again with backoff\n\treturn retries * 2\n}\n",
@@ -123,20 +166,8 @@ async def test_code_copied_in_from_other_projects_sits_below_the_workspaces_own(
     """`vendor/` holds another project's code: a question about the workspace wants its own
     client first, however well the vendored module's words match; a question about the
     dependency does not push the vendored module down."""
-    opened = await Index.open(tmp_path / "index.sqlite3")
+    opened = await indexed(tmp_path, VENDORED)
     try:
-        records, annotations = [], []
-        for number, (path, text) in enumerate(VENDORED.items()):
-            kind = classify(path, text.encode()[:100])
-            records.append(FileRecord(path, len(text), 1, f"v{number}", kind.language, kind.kind, None))
-            annotations.append(
-                (
-                    f"v{number}",
-                    annotate_structure(FileToAnnotate(path, f"v{number}", kind.language, kind.kind, text)),
-                )
-            )
-        await opened.files.apply_changes(records, [], current=ANNOTATOR_ID)
-        await opened.annotations.save(ANNOTATOR_ID, annotations)
         assert (await ranking(opened, "how does the client retry with backoff"))[
             0
         ] == "internal/client/retry.go"

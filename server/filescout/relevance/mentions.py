@@ -321,7 +321,9 @@ NAMES_MODULE = 0.3
 """... by a one-part module (`utils.x`, `mergeConfig`) or a commit scope equal to its stem
 (`fix(router):`): a scope names an area, less surely than a file name does."""
 NAMES_AREA = 0.15
-"""... by a commit scope equal to one of its directories."""
+"""... by a commit scope equal to one of its directories, or a written folder path (`daemon/events:`,
+as Go and kernel-style subjects begin) it sits directly in; the file named as that folder
+(`events/events.go`) as by a one-part module."""
 NAMES_FRAME = 2.0
 """... by the innermost frame of a traceback that is the workspace's (most fixes land there);
 each frame further out lifts its file half as much as the one inside it..."""
@@ -470,16 +472,36 @@ class _Shortlist:
     by_module_end: dict[str, list[str]] = field(default_factory=dict)
     by_scope: dict[str, list[tuple[str, bool]]] = field(default_factory=dict)
     """scope -> (path, whether its stem is the scope rather than a folder)"""
+    by_folder: dict[str, list[tuple[str, bool]]] = field(default_factory=dict)
+    """written folder path -> (path of a file directly in it, whether its stem is the folder's
+    name)"""
+
+
+def written_folders(found: Mentions) -> set[str]:
+    """The written paths that could be folders (`daemon/events`, `internal/testutil/daemon/`):
+    no extension on their last part."""
+    return {
+        written.lower().strip("/")
+        for written in found.paths
+        if "/" in written.strip("/") and "." not in written.rstrip("/").rpartition("/")[2]
+    }
 
 
 def _shortlist(found: Mentions, paths: Iterable[str]) -> _Shortlist:
     names = {written.rpartition("/")[2].lower() for written in found.paths}
     names.update(frame.path.rpartition("/")[2].lower() for frame in found.frames)
     ends = {part for parts in found.modules for part in parts}
+    folders = written_folders(found)
     shortlist = _Shortlist()
     for path in paths:
         directories, _, name = path.rpartition("/")
         stem = _stem_of(name)
+        if folders:
+            lowered_directories = directories.lower()
+            for folder in folders:
+                if lowered_directories == folder or lowered_directories.endswith("/" + folder):
+                    named_after = stem.lower() == folder.rpartition("/")[2]
+                    shortlist.by_folder.setdefault(folder, []).append((path, named_after))
         if names:
             lowered = name.lower()
             for key in {lowered, _stem_of(lowered)} & names:
@@ -498,7 +520,8 @@ def _shortlist(found: Mentions, paths: Iterable[str]) -> _Shortlist:
 def name_files(found: Mentions, paths: Iterable[str]) -> dict[str, Naming]:
     """Which of `paths` the question names, and how strongly. A written path or module names
     the candidates that match it best (`http.js` with `adapters/http.js` written names only the
-    file in `adapters`); a scope names every file whose stem, or a directory, it is."""
+    file in `adapters`); a scope names every file whose stem, or a directory, it is; a written
+    folder path, the files directly in it."""
     namings: dict[str, Naming] = {}
     if not (found.paths or found.modules or found.scopes or found.frames):
         return namings
@@ -540,6 +563,10 @@ def name_files(found: Mentions, paths: Iterable[str]) -> dict[str, Naming]:
                 offer(path, Naming(NAMES_MODULE, f"the question's scope names this file (`{scope}`)"))
             else:
                 offer(path, Naming(NAMES_AREA, f"the question's scope names its folder (`{scope}`)"))
+    for folder, matched in shortlist.by_folder.items():
+        for path, named_after in matched:
+            lift = NAMES_MODULE if named_after else NAMES_AREA
+            offer(path, Naming(lift, f"the question names its folder (`{folder}`)"))
     return namings
 
 

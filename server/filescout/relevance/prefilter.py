@@ -37,7 +37,14 @@ from filescout.index.access import current_score
 from filescout.relevance import definitions as defined_here
 from filescout.relevance import graph
 from filescout.relevance.filters import PathFilter
-from filescout.relevance.mentions import Mentions, Naming, defined, name_files, unmatched_names
+from filescout.relevance.mentions import (
+    Mentions,
+    Naming,
+    defined,
+    name_files,
+    unmatched_names,
+    written_folders,
+)
 from filescout.relevance.past_commits import lift_by_history, past_votes
 from filescout.relevance.query import Query, expression
 from filescout.relevance.signals import Signals
@@ -213,7 +220,8 @@ async def find_named_files(index: Index, query: Query, matches: TextMatches) -> 
     """Add the files the question names by name that the searches missed: in a large workspace
     `index.d.ts` is made of words too common to rank. Only the path words are searched, so the
     score is the description search's for those words alone; files that only share the words
-    (`Node.js` written, `lib/node/index.js` found) are left out."""
+    (`Node.js` written, `lib/node/index.js` found) are left out. The same for the files directly
+    in a folder the question names (`internal/testutil/daemon: …`)."""
     missing = unmatched_names(query.mentions, matches.hits)
     clauses = []
     for name in missing:
@@ -221,13 +229,19 @@ async def find_named_files(index: Index, query: Query, matches: TextMatches) -> 
         named = list(dict.fromkeys([*words(stem), *words(extension)]))
         if set(named) & set(words(stem)):  # `do.py` has no word of its own to find it by
             clauses.append(" AND ".join(f'"{word}"' for word in named))
+    folders = written_folders(query.mentions)
+    for folder in sorted(folders):
+        named = list(dict.fromkeys(words(folder)))
+        if named:
+            clauses.append(" AND ".join(f'"{word}"' for word in named))
     if not clauses:
         return
     match = " OR ".join(f"path : ({clause})" for clause in clauses)
     wanted = {name.lower() for name in missing}
     for hit in await index.descriptions.search(match, limit=NAMED_POOL, weights=STRUCTURE_WEIGHTS):
-        name = hit.path.rpartition("/")[2].lower()
-        if hit.path not in matches.hits and {name, name.split(".", 1)[0]} & wanted:
+        directory, _, name = hit.path.lower().rpartition("/")
+        in_folder = any(directory == folder or directory.endswith("/" + folder) for folder in folders)
+        if hit.path not in matches.hits and ({name, name.split(".", 1)[0]} & wanted or in_folder):
             matches.hits[hit.path] = hit
             matches.scores[hit.path] = [hit.rank, 0.0]
 
