@@ -27,19 +27,25 @@ FILES = {
 }
 
 
-@pytest_asyncio.fixture
-async def index(tmp_path: Path):
+async def indexed(tmp_path: Path, files: dict[str, str]) -> Index:
+    """A small real index of `files`, annotated as the structural annotator does."""
     opened = await Index.open(tmp_path / "index.sqlite3")
     records, annotations = [], []
-    for number, (path, text) in enumerate(FILES.items()):
+    for number, (path, text) in enumerate(files.items()):
         kind = classify(path, text.encode()[:100])
-        digest = f"h{number}"
+        digest = f"f{number}"
         records.append(FileRecord(path, len(text), 1, digest, kind.language, kind.kind, None))
         annotations.append(
             (digest, annotate_structure(FileToAnnotate(path, digest, kind.language, kind.kind, text)))
         )
     await opened.files.apply_changes(records, [], current=ANNOTATOR_ID)
     await opened.annotations.save(ANNOTATOR_ID, annotations)
+    return opened
+
+
+@pytest_asyncio.fixture
+async def index(tmp_path: Path):
+    opened = await indexed(tmp_path, FILES)
     yield opened
     await opened.close()
 
@@ -109,22 +115,6 @@ async def test_without_mentions_a_mentioned_symbol_lifts_no_one(index: Index) ->
         index, question, limit=5, scope=PathFilter(), current=ANNOTATOR_ID, signals=Signals(mentions=False)
     )
     assert not any("the question mentions" in reason for candidate in found for reason in candidate.reasons)
-
-
-async def indexed(tmp_path: Path, files: dict[str, str]) -> Index:
-    """A small real index of `files`, annotated as the structural annotator does."""
-    opened = await Index.open(tmp_path / "index.sqlite3")
-    records, annotations = [], []
-    for number, (path, text) in enumerate(files.items()):
-        kind = classify(path, text.encode()[:100])
-        digest = f"f{number}"
-        records.append(FileRecord(path, len(text), 1, digest, kind.language, kind.kind, None))
-        annotations.append(
-            (digest, annotate_structure(FileToAnnotate(path, digest, kind.language, kind.kind, text)))
-        )
-    await opened.files.apply_changes(records, [], current=ANNOTATOR_ID)
-    await opened.annotations.save(ANNOTATOR_ID, annotations)
-    return opened
 
 
 async def test_the_files_of_a_named_folder_the_searches_missed_are_looked_up(tmp_path: Path) -> None:
