@@ -720,6 +720,21 @@ class TopKKeeper:
         if self._store is not None and self._opening is None and not self._closed:
             self._opening = asyncio.create_task(self._open(RETRY_AFTER), name="filescout-topk-open")
 
+    def _failed(self, what: str) -> None:
+        """The store failed to open or to write (logged from inside the handler, with the
+        exception): the first failure is a warning, the rest debug; tried again after
+        RETRY_AFTER."""
+        log.log(
+            logging.DEBUG if self._failures else logging.WARNING,
+            "the content search's top-k store at %s %s in %.0f s",
+            self.directory,
+            what,
+            RETRY_AFTER,
+            exc_info=True,
+        )
+        self._failures += 1
+        self._retry_at = time.monotonic() + RETRY_AFTER
+
     async def _quiet(self, since: float) -> bool:
         """Wait QUIET seconds; whether the index had no commit meanwhile (or has been busy since
         `since` for LONGEST_BEHIND)."""
@@ -765,16 +780,7 @@ class TopKKeeper:
             except Stopped:
                 return
             except Exception:
-                log.log(
-                    logging.DEBUG if self._failures else logging.WARNING,
-                    "the content search's top-k store at %s cannot be opened; the full-text index "
-                    "answers, and it is tried again in %.0f s",
-                    self.directory,
-                    RETRY_AFTER,
-                    exc_info=True,
-                )
-                self._failures += 1
-                self._retry_at = time.monotonic() + RETRY_AFTER
+                self._failed("cannot be opened; the full-text index answers, and it is tried again")
                 return
             if self._closed:
                 await store.close()
@@ -833,17 +839,10 @@ class TopKKeeper:
         except Stopped:  # closing: the next opening reconciles
             self._behind = True
         except Exception:
-            log.log(
-                logging.DEBUG if self._failures else logging.WARNING,
-                "the content search's top-k store at %s could not take a change; the full-text index "
-                "answers until it is reconciled, tried again in %.0f s",
-                self.directory,
-                RETRY_AFTER,
-                exc_info=True,
+            self._failed(
+                "could not take a change; the full-text index answers until it is reconciled, tried again"
             )
-            self._failures += 1
             self._behind = True
-            self._retry_at = time.monotonic() + RETRY_AFTER
         finally:
             self._writing = self._reconciling = False
 
