@@ -31,8 +31,9 @@ from filescout.engine import Workspace
 from filescout.engine.history_keeper import HistoryKeeper
 from filescout.engine.settings import default_db_path
 from filescout.index import Index
+from filescout.relevance.evidence import CO_LEADERS
 from filescout.relevance.filters import PathFilter
-from filescout.relevance.past_commits import lift_by_history, past_votes
+from filescout.relevance.past_commits import companions, gather_votes
 from filescout.relevance.prefilter import prefilter
 from filescout.relevance.query import analyse
 from filescout.relevance.signals import Signals
@@ -204,8 +205,8 @@ async def question_times(index: Index, questions: list[str]) -> tuple[list[float
         without.append(time.perf_counter() - started)
         scored = [(candidate.score, candidate.item.path) for candidate in found]
         started = time.perf_counter()
-        votes = await past_votes(index, query, PathFilter(), KIND_PRIOR)
-        await lift_by_history(index, query, scored, PathFilter(), KIND_PRIOR, votes)
+        await gather_votes(index, query, PathFilter())
+        await companions(index, [path for _, path in scored[:CO_LEADERS]], query, PathFilter(), KIND_PRIOR)
         stage.append(time.perf_counter() - started)
         started = time.perf_counter()
         await prefilter(index, query, limit=20, scope=PathFilter(), current=ANNOTATOR_ID, signals=Signals())

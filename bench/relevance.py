@@ -1,6 +1,7 @@
 """Relevance benchmark: which files matter for a request? Real commits of public repositories.
 
-    python bench/relevance.py --cases CASES.jsonl --repos DIR [--work DIR] [--history] [--without SIGNALS]
+    python bench/relevance.py --cases CASES.jsonl --repos DIR [--work DIR] [--history]
+        [--without SIGNALS] [--rankings OUT]
 
 Each case (see the cases file's README) is a commit: the request is its message, the answer the
 source files it modified, the workspace its parent's tree. `--repos` holds one git repository per
@@ -92,6 +93,8 @@ BASELINE_STOPWORDS = frozenset(
         "with",
     ]
 )
+RANKINGS_SHOWN = 20
+"""How many of each case's first files --rankings writes."""
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
@@ -199,7 +202,7 @@ def history_seconds(root: Path, env: dict[str, str]) -> float | None:
 
 async def filescout_rank(
     root: Path, query: str, cache: Path, limit: int
-) -> tuple[list[str], float, float, float | None]:
+) -> tuple[list[str], list[str], float, float, float | None]:
     env = launch.server_env(cache)
     engine = await Workspace.open(root, {"exclude": ["/.done"]}, env=env)
     try:
@@ -212,7 +215,8 @@ async def filescout_rank(
         started = time.perf_counter()
         result = await engine.find_relevant(FindRelevantParams(query=query, limit=limit))
         ranked = [item.path for item in result.items]
-        return ranked, time.perf_counter() - started, indexed, history_seconds(root, env)
+        reasons = [item.reason for item in result.items]
+        return ranked, reasons, time.perf_counter() - started, indexed, history_seconds(root, env)
     finally:
         await engine.close()
 
@@ -238,13 +242,19 @@ async def main_async(args: argparse.Namespace) -> int:
     index_seconds: list[float] = []
     history_index_seconds: list[float] = []
     misses: list[str] = []
+    rankings = args.rankings.open("w", encoding="utf-8") if args.rankings else None
     with tempfile.TemporaryDirectory(prefix="filescout-relevance-") as temporary:
         for number, case in enumerate(cases, 1):
             build = workspace_with_history if args.history else workspace
             root = build(args.work, args.repos, case["repo"], case["parent"])
-            ranked, seconds, indexed, history = await filescout_rank(
+            ranked, reasons, seconds, indexed, history = await filescout_rank(
                 root, case["query"], Path(temporary) / str(number), 100
             )
+            if rankings is not None:
+                shown = [
+                    {"path": path, "reason": reason} for path, reason in zip(ranked, reasons, strict=True)
+                ]
+                rankings.write(json.dumps({**case, "ranked": shown[:RANKINGS_SHOWN]}) + "\n")
             index_seconds.append(indexed)
             if history is not None:
                 history_index_seconds.append(history)
@@ -296,6 +306,8 @@ async def main_async(args: argparse.Namespace) -> int:
         )
     if args.misses:
         print("\n".join(["", "### cases without every gold file in the top 5", *misses]))
+    if rankings is not None:
+        rankings.close()
     return 0
 
 
@@ -315,6 +327,9 @@ def main() -> int:
         help="the top-k store, every word counted (default), or FTS5 with common words dropped",
     )
     parser.add_argument("--misses", action="store_true", help="list the cases missed at 5")
+    parser.add_argument(
+        "--rankings", type=Path, help="write each case with its first files and their reasons (JSON lines)"
+    )
     parser.add_argument(
         "--history",
         action="store_true",

@@ -58,7 +58,7 @@ from filescout.core.words import unpack_words
 from filescout.engine.settings import db_path_for, load_settings
 from filescout.index import Index
 from filescout.index.topk import BUILT, DISABLED, ContentTopK, stamp, tokens, weighed_query
-from filescout.relevance.prefilter import POOL, telling_terms
+from filescout.relevance.evidence import POOL, telling_terms
 from filescout.relevance.query import analyse, expression
 from harness import launch
 from harness.procfs import command_line, descendants, kib, load_average, memory_kb, status_fields

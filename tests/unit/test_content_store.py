@@ -22,8 +22,9 @@ from filescout.core.records import FileRecord
 from filescout.core.words import body_words, pack_words
 from filescout.index import Index, topk
 from filescout.index.topk import BUILT, DISABLED, directory_for
+from filescout.relevance.evidence import COMMON_FLOOR
 from filescout.relevance.filters import PathFilter
-from filescout.relevance.prefilter import COMMON_FLOOR, prefilter
+from filescout.relevance.prefilter import prefilter
 from filescout.relevance.query import analyse, expression
 from filescout.scan.classify import classify
 

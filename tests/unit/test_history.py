@@ -367,3 +367,55 @@ def test_a_commit_subject_in_a_reason_is_one_defused_line() -> None:
     reason = past_reason([(1.0, hostile)])
     assert "</files>" not in reason and "<|im_start|>" not in reason and "\u200b" not in reason
     assert reason.endswith("(0123456)")
+
+
+async def test_a_question_reads_each_signals_evidence_once(
+    tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One pass: the question is analysed once and each signal's evidence read once (the text,
+    the definitions, the past commits, co-change, the leaders' symbols and imports), however
+    many signals then act on it."""
+    from filescout.annotate.structural import ANNOTATOR_ID
+    from filescout.engine.settings import default_db_path
+    from filescout.relevance import query as query_module
+    from filescout.relevance.filters import PathFilter
+    from filescout.relevance.prefilter import prefilter
+
+    repo, _ = shop_history(tmp_path / "ws")
+    await (await open_indexed(repo.root, env)).close()
+    index = await Index.open(default_db_path(repo.root, env))
+    reads: list[str] = []
+    stores = {
+        "descriptions": ["search"],
+        "contents": ["search", "search_words"],
+        "definitions": ["search"],
+        "history": ["matching", "commits_touching"],
+        "files": ["entries_with_symbols"],
+        "graph": ["links"],
+    }
+    for store, names in stores.items():
+        for name in names:
+            original = getattr(getattr(index, store), name)
+
+            async def counted(*args, _read=f"{store}.{name}", _original=original, **kwargs):
+                reads.append(_read)
+                return await _original(*args, **kwargs)
+
+            monkeypatch.setattr(getattr(index, store), name, counted)
+    question = query_module.analyse("how does the engine dispatch documents")
+    monkeypatch.setattr(query_module, "analyse", lambda text: pytest.fail("the question was analysed again"))
+    try:
+        found = await prefilter(index, question, limit=10, scope=PathFilter(), current=ANNOTATOR_ID)
+    finally:
+        await index.close()
+    assert sorted(reads) == [
+        "contents.search",
+        "definitions.search",
+        "descriptions.search",
+        "files.entries_with_symbols",
+        "graph.links",
+        "history.commits_touching",
+        "history.matching",
+    ]
+    reasons = {candidate.item.path: candidate.reason for candidate in found}
+    assert "changes together with core/engine.py" in reasons["core/registry.py"]  # co-change acted

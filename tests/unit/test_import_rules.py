@@ -259,3 +259,64 @@ def test_no_modules_import_each_other() -> None:
         if module not in state:
             visit(module, [module])
     assert circles == []
+
+
+PIPELINE = ("evidence", "fusion", "reasons", "prefilter")
+"""The prefilter's one pass (relevance/prefilter.py), in order: the evidence is read, fused into
+a ranking, explained, and the prefilter runs the stages. A stage imports only those before it."""
+PURE_STAGES = ("fusion", "reasons")
+"""Stages after the reads read nothing: what they weigh or name was read once, as evidence."""
+
+
+def _stage(module: str) -> str | None:
+    parts = module.split(".")
+    if len(parts) == 3 and parts[1] == "relevance" and parts[2] in PIPELINE:
+        return parts[2]
+    return None
+
+
+def pipeline_backflows(imports: list[Import]) -> list[str]:
+    found = []
+    for item in imports:
+        source, target = _stage(item.module), _stage(item.target)
+        if source and target and PIPELINE.index(target) > PIPELINE.index(source):
+            found.append(f"{item.module}:{item.line} imports {item.target}, a later stage")
+    return found
+
+
+def reads_in(module: str, source: str) -> list[str]:
+    """Coroutines and the index's handle in a stage that must read nothing."""
+    tree = ast.parse(source)
+    found = [
+        f"{module}:{node.lineno} defines the coroutine {node.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.AsyncFunctionDef)
+    ]
+    found += [
+        f"{module}:{node.lineno} imports the index"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "filescout.index"
+    ]
+    return found
+
+
+def test_the_prefilters_stages_go_one_way_and_only_the_first_reads() -> None:
+    assert pipeline_backflows(ALL_IMPORTS) == []
+    stages = {_stage(module_name(path)): path for path in MODULES if _stage(module_name(path))}
+    assert set(stages) == set(PIPELINE)
+    for name in PURE_STAGES:
+        assert reads_in(name, stages[name].read_text(encoding="utf-8")) == []
+
+
+def test_a_stage_reaching_back_or_reading_is_named() -> None:
+    """Not vacuous: a later stage imported by an earlier one, or a read in a pure stage, is named."""
+    planted = imports_from_text(
+        "filescout.relevance.fusion", "from filescout.relevance.reasons import Candidate\n"
+    )
+    assert pipeline_backflows(planted) == [
+        "filescout.relevance.fusion:1 imports filescout.relevance.reasons, a later stage"
+    ]
+    assert reads_in("fusion", "from filescout.index import Index\nasync def more(index): ...\n") == [
+        "fusion:2 defines the coroutine more",
+        "fusion:1 imports the index",
+    ]

@@ -9,8 +9,9 @@ import pytest_asyncio
 from filescout.annotate.structural import ANNOTATOR_ID, annotate_structure
 from filescout.core.records import FileRecord, FileToAnnotate
 from filescout.index import Index
+from filescout.relevance.evidence import TextMatches, find_named_files, telling_terms
 from filescout.relevance.filters import PathFilter
-from filescout.relevance.prefilter import TextMatches, find_named_files, prefilter, telling_terms
+from filescout.relevance.prefilter import prefilter
 from filescout.relevance.query import analyse
 from filescout.relevance.signals import Signals
 from filescout.scan.classify import classify, is_vendored

@@ -129,7 +129,7 @@ class FileListing:
     async def _text_matches(self, text: str) -> list[str]:
         """Paths whose descriptions or content match `text`, best first (BM25, no priors)."""
         # Imported by the first text query, not at startup (see Workspace.find_relevant_stream).
-        from filescout.relevance.prefilter import search_both
+        from filescout.relevance.evidence import search_both
         from filescout.relevance.query import analyse
 
         terms = analyse(text).terms

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 from filescout.core.records import RankedFile, RelevanceStage
 from filescout.index import Index
 from filescout.relevance.filters import PathFilter
-from filescout.relevance.prefilter import Candidate, prefilter
+from filescout.relevance.prefilter import prefilter
 from filescout.relevance.query import analyse
+from filescout.relevance.reasons import Candidate
 
 # The model client and the judge are imported where a model answers: a question without one (no
 # model set up, or `--no-model`) needs neither, and a one-shot command would pay for both.

@@ -25,7 +25,6 @@ adopted still lowered the dev set's R@1 (0.608 to 0.588). Fitting is therefore a
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import statistics
@@ -33,15 +32,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from filescout.core.records import SearchHit
 from filescout.index import Index
 from filescout.index.history import PastExample
-from filescout.relevance import definitions as defined_here
+from filescout.relevance import fusion
+from filescout.relevance.evidence import Evidence, gather
 from filescout.relevance.filters import PathFilter
-from filescout.relevance.mentions import Naming, name_files
-from filescout.relevance.past_commits import HistoryLifts, RawVotes, fuse_votes, gather_votes, weigh_votes
-from filescout.relevance.prefilter import POOL, TextMatches, find_named_files, first_scores, search_both
-from filescout.relevance.query import Query, analyse
+from filescout.relevance.query import analyse
+from filescout.relevance.signals import Signals
 from filescout.relevance.weights import DEFAULT, FITTED_KINDS, RankingFit, Weights
 
 log = logging.getLogger(__name__)
@@ -80,19 +77,13 @@ GRID: dict[str, tuple[float, ...]] = {
 class Example:
     """One past commit asked as a question, with what every signal found for it."""
 
-    query: Query
-    matches: TextMatches
-    hits: dict[str, SearchHit]
-    namings: dict[str, Naming]
-    votes: RawVotes
+    evidence: Evidence
     answer: frozenset[str]
 
     def ranked(self, weights: Weights) -> list[tuple[float, str]]:
-        prior = weights.kind_prior
-        matches = dataclasses.replace(self.matches, weights=weights)
-        scored = first_scores(self.query, matches, self.hits, self.namings, 0.0, prior)
-        votes = weigh_votes(self.votes, self.query, prior)
-        return fuse_votes(HistoryLifts(scored), votes, self.query, weights.history).ranked
+        """The first ranking and history's votes, as the prefilter fuses them (fusion.py)."""
+        first = fusion.first(self.evidence, weights, 0.0)
+        return fusion.with_votes(first, self.evidence, weights).ranked
 
     def judged(self, weights: Weights) -> tuple[float, float]:
         """The reciprocal rank of the first file of the answer, and how close its score comes to
@@ -122,13 +113,10 @@ async def ask(index: Index, past: PastExample) -> Example | None:
     query = analyse(past.subject)
     if not query.terms:
         return None
-    scope = PathFilter()
-    votes = await gather_votes(index, query, scope, before=past.id)
-    matches = await search_both(index, query.terms, limit=POOL, definitions=defined_here.POOL)
-    await find_named_files(index, query, matches)
-    hits = {path: dataclasses.replace(hit, access_rank=None) for path, hit in matches.hits.items()}
-    namings = name_files(query.mentions, hits) if query.mentions else {}
-    return Example(query, matches, hits, namings, votes, frozenset(past.paths))
+    evidence = await gather(
+        index, query, PathFilter(), signals=Signals(), weights=DEFAULT, before=past.id, uses=False
+    )
+    return Example(evidence, frozenset(past.paths))
 
 
 def clearly_better(examples: Sequence[Example], weights: Weights) -> bool:

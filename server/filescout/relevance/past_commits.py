@@ -8,17 +8,17 @@ since it, and divided by the square root of the files it touched (a commit touch
 says more about that file than one touching twenty). A file's votes are summed and scaled so the
 best-voted file has 1, after the same kind prior the text scores get.
 
-The fusion goes by rank, not by adding scores (BM25 over messages and over files are not on one
-scale): a file the text searches found is lifted by at most HIT_LIFT times its vote, and the few
-best-voted files, found by the text or not, rank at least just below the first ADMIT_BELOW
-files, never above them: history reorders and adds a few, it does not flood. Co-change, seen
-from the text searches' leaders only (so history's own picks bring no companions), lifts less
-and adds fewer. On the relevance cases the votes alone rank about as well as the text searches
-alone; fused they add R@1, Acc@5 and MRR on every repository (docs/BENCHMARKS.md).
+The votes and the files changing together are read here; fusion.py weighs them into the
+ranking, by rank rather than by adding scores (BM25 over messages and over files are not on one
+scale): history reorders and adds a few, it does not flood. Co-change is seen from the text
+searches' leaders only, so history's own picks bring no companions. On the relevance cases the
+votes alone rank about as well as the text searches alone; fused they add R@1, Acc@5 and MRR on
+every repository (docs/BENCHMARKS.md).
 
 A question written as an issue (report.py) carries evidence of its own and is long and chatty
 where commit messages are short: its commits are searched for its title and strongest evidence
-only (Query.history_terms), and their lift and admission are scaled down (Query.history_share).
+only (Query.history_terms), and the fusion scales their lift and admission down
+(Query.history_share).
 """
 
 from __future__ import annotations
@@ -42,26 +42,12 @@ HALF_LIFE = 3_000
 old commit's files the wrong ones."""
 DAMPING = 0.5
 """A commit's vote is divided by its number of files to this power."""
-HIT_LIFT = 1.5
-"""A file the text searches found, with the best vote, is lifted by this much (×2.5)."""
-ADMITTED = 3
-"""The best-voted files (at most this many), found by the text searches or not, rank..."""
-ADMIT_BELOW = 4
-"""...at least just below this many leaders, scaled by their vote."""
-ADMIT_FLOOR = 0.3
-"""The vote a file needs for that."""
-REASON_FLOOR = 0.2
-"""The vote from which history is named as a reason."""
-CO_LEADERS = 3
-"""The leading files whose companions are looked for."""
 CO_RECENT = 200
 """A leader's newest commits counted for co-change."""
 CO_SUPPORT = 2
 """Commits two files must share before they count as changing together."""
 CO_CONFIDENCE = 0.3
 """The share of a leader's commits a companion must be in."""
-CO_LIFT = 0.2
-CO_ADMITTED = 2
 COMMON_SHARE = 0.1
 """Words in more than this share of the messages are left out of the search..."""
 COMMON_FLOOR = 1_000
@@ -69,14 +55,6 @@ COMMON_FLOOR = 1_000
 MIN_TERMS = 2
 SUBJECTS = 2
 SUBJECT_CHARS = 60
-
-
-@dataclass
-class HistoryLifts:
-    """The ranking after history, and why history moved each file it moved."""
-
-    ranked: list[tuple[float, str]]
-    reasons: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -155,13 +133,6 @@ def weigh_votes(raw: RawVotes, query: Query, prior: Mapping[str, float]) -> Vote
     return Votes({path: value / top for path, value in weighed.items()}, voters)
 
 
-async def past_votes(
-    index: Index, query: Query, scope: PathFilter, prior: Mapping[str, float], before: int | None = None
-) -> Votes:
-    """The votes of the commits most like the question for the files the workspace has now."""
-    return weigh_votes(await gather_votes(index, query, scope, before), query, prior)
-
-
 async def companions(
     index: Index,
     leaders: list[str],
@@ -193,81 +164,6 @@ async def companions(
             if share > found.get(path, (0.0, ""))[0]:
                 found[path] = (share, leader)
     return found
-
-
-async def lift_by_history(
-    index: Index,
-    query: Query,
-    scored: list[tuple[float, str]],
-    scope: PathFilter,
-    prior: Mapping[str, float],
-    votes: Votes,
-    *,
-    weight: float = 1.0,
-    before: int | None = None,
-) -> HistoryLifts:
-    """`scored` (best first) with history's evidence fused in (`votes`: past_votes', which do
-    not depend on the text ranking, so they are sought beside the text searches); unchanged
-    without history. `weight` scales how far the votes move files (weights.Weights.history);
-    `before`: the history as it stood before that commit."""
-    lifts = fuse_votes(HistoryLifts(scored), votes, query, weight)
-    # The text searches' leaders: a file history put first does not bring its own companions.
-    leaders = [path for _, path in scored[:CO_LEADERS]]
-    found = await companions(index, leaders, query, scope, prior, before) if leaders else {}
-    if found:
-        shares = {path: share for path, (share, _) in found.items()}
-        lifted = fuse(HistoryLifts(lifts.ranked), shares, CO_LIFT, CO_ADMITTED, CO_CONFIDENCE)
-        lifts.ranked = lifted.ranked
-        shown = {path for _, path in lifts.ranked}
-        for path, (share, leader) in found.items():
-            if path in shown and share >= CO_CONFIDENCE:
-                lifts.reasons.setdefault(path, []).append(f"changes together with {leader}")
-    return lifts
-
-
-def fuse_votes(lifts: HistoryLifts, votes: Votes, query: Query, weight: float = 1.0) -> HistoryLifts:
-    """The past commits' votes fused into the ranking, with their reasons."""
-    if not votes.votes:
-        return lifts
-    # A report's own evidence weighs more than its likeness to past commits (query.py).
-    share = query.history_share
-    lifts = fuse(
-        lifts, votes.votes, HIT_LIFT * share * weight, ADMITTED, ADMIT_FLOOR, share * min(weight, 1.0)
-    )
-    shown = {path for _, path in lifts.ranked}
-    for path, vote in votes.votes.items():
-        if vote >= REASON_FLOOR and path in shown:
-            lifts.reasons.setdefault(path, []).append(past_reason(votes.voters[path]))
-    return lifts
-
-
-def fuse(
-    lifts: HistoryLifts,
-    evidence: Mapping[str, float],
-    lift: float,
-    promoted: int,
-    floor: float,
-    admitted_share: float = 1.0,
-) -> HistoryLifts:
-    """Lift the ranked files by `lift` times their evidence (0..1); then the `promoted` files
-    with the most evidence (at least `floor`), found by the text searches or not, rank at least
-    as if just below the ADMIT_BELOW-th file, scaled by their evidence (and `admitted_share`):
-    strong evidence places a file among the first few, never above the leaders."""
-    ranked = sorted(
-        ((score * (1 + lift * evidence.get(path, 0.0)), path) for score, path in lifts.ranked),
-        key=lambda entry: (-entry[0], entry[1]),
-    )
-    strongest = sorted(
-        ((value, path) for path, value in evidence.items() if value >= floor),
-        key=lambda entry: (-entry[0], entry[1]),
-    )[:promoted]
-    if strongest:
-        below = ranked[min(ADMIT_BELOW, len(ranked)) - 1][0] if ranked else 1.0
-        scores = {path: score for score, path in ranked}
-        for value, path in strongest:
-            scores[path] = max(scores.get(path, 0.0), below * 0.99 * value * admitted_share)
-        ranked = sorted(((score, path) for path, score in scores.items()), key=lambda e: (-e[0], e[1]))
-    return HistoryLifts(ranked, lifts.reasons)
 
 
 def past_reason(voters: list[tuple[float, CommitHit]]) -> str:
