@@ -8,8 +8,9 @@ cloned at its HEAD under `--work`, indexed by `filescout index` on a fresh cache
 read and the weights fitted as a server does), and the fit stored in the index is printed: the
 mean reciprocal rank of the held-out newest commits' source files with the default and with the
 fitted weights, whether the fitted ones are used, the weights that moved, the fit's seconds and
-the history read's. The held-out figures use today's files, not each commit's parent's (see
-relevance/fit.py); bench/relevance.py --history measures on work trees at each case's parent.
+the history read's. The held-out commits are judged on their files as they were before each
+(relevance/past_versions.py, read from the clone's history); bench/relevance.py --history
+measures on work trees at each case's parent.
 """
 
 from __future__ import annotations

@@ -5,31 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from filescout.annotate.structural import ANNOTATOR_ID, annotate_structure
+from filescout.annotate.structural import ANNOTATOR_ID
 from filescout.core.import_keys import import_keys, provided_keys
-from filescout.core.records import FileRecord, FileToAnnotate
 from filescout.index import Index
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.graph import Links, read_links, spread
 from filescout.relevance.prefilter import prefilter
 from filescout.relevance.query import analyse
 from filescout.relevance.signals import Signals
-from filescout.scan.classify import classify
-
-
-async def put(index: Index, files: dict[str, str]) -> None:
-    """Store and annotate `files` (path -> text), as a scan and the structural worker do."""
-    records, annotations = [], []
-    for path, text in files.items():
-        kind = classify(path, text.encode()[:100])
-        digest = f"{path}:{hash(text)}"
-        records.append(FileRecord(path, len(text), 1, digest, kind.language, kind.kind, None))
-        annotations.append(
-            (digest, annotate_structure(FileToAnnotate(path, digest, kind.language, kind.kind, text)))
-        )
-    await index.files.apply_changes(records, [], current=ANNOTATOR_ID)
-    await index.annotations.save(ANNOTATOR_ID, annotations)
-
+from small_index import put
 
 PARSER = "from .lexer import Lexer\nfrom . import nodes\n\nclass Parser:\n    pass\n"
 POOL = ["pkg/lexer.py", "pkg/nodes.py", "pkg/parser.py", "pkg/other.py"]

@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest_asyncio
 
-from filescout.annotate.structural import ANNOTATOR_ID, annotate_structure
-from filescout.core.records import FileRecord, FileToAnnotate
+from filescout.annotate.structural import ANNOTATOR_ID
 from filescout.index import Index
 from filescout.relevance.evidence import TextMatches, find_named_files, telling_terms
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.prefilter import prefilter
 from filescout.relevance.query import analyse
 from filescout.relevance.signals import Signals
-from filescout.scan.classify import classify, is_vendored
+from filescout.scan.classify import is_vendored
+from small_index import indexed
 
 FILES = {
     "app/routing.py": "class Router:\n    def add_route(self, path, handler):\n        pass\n\n"
@@ -26,22 +26,6 @@ FILES = {
     "def about():\n    return url_for('about') or url_for('home') or url_for('index')\n",
     "app/template.py": "def pick(names):\n    return names[0]\n",
 }
-
-
-async def indexed(tmp_path: Path, files: dict[str, str]) -> Index:
-    """A small real index of `files`, annotated as the structural annotator does."""
-    opened = await Index.open(tmp_path / "index.sqlite3")
-    records, annotations = [], []
-    for number, (path, text) in enumerate(files.items()):
-        kind = classify(path, text.encode()[:100])
-        digest = f"f{number}"
-        records.append(FileRecord(path, len(text), 1, digest, kind.language, kind.kind, None))
-        annotations.append(
-            (digest, annotate_structure(FileToAnnotate(path, digest, kind.language, kind.kind, text)))
-        )
-    await opened.files.apply_changes(records, [], current=ANNOTATOR_ID)
-    await opened.annotations.save(ANNOTATOR_ID, annotations)
-    return opened
 
 
 @pytest_asyncio.fixture

@@ -190,3 +190,43 @@ def test_the_fit_is_redone_when_the_history_has_grown_by_a_margin(
     stored = RankingFit(DEFAULT, False, "", fitted_at, 0, 0, 0.0, 0.0, 0.0)
     assert fit.needs_fit(stored, now) is again
     assert fit.needs_fit(None, now)
+
+
+async def test_a_past_commit_is_judged_on_its_files_as_they_were_before_it(tmp_path: Path) -> None:
+    """Today's file holds the name its commit added, so today's text finds it first; before the
+    commit it did not, and the fit judges the commit on that. A file the commit added could not
+    have been found at all: it leaves the answer."""
+    from filescout.engine.past_files import PastFiles
+    from filescout.relevance import fusion
+    from filescout.relevance.past_versions import Asked, as_before
+
+    frob = made_up_words(1, seed=11)[0]
+    shop = "def total(order):\n    return sum(order)\n"
+    fast_import(
+        tmp_path / "ws",
+        [
+            ("Initial import", {"src/shop.py": shop, "src/later.py": f"# {frob} some day\nPENDING = 1\n"}),
+            (
+                f"Add {frob} support",
+                {"src/shop.py": shop + f"\n\ndef {frob}(order):\n    return order\n"},
+            ),
+            ("Write the ledger", {"src/ledger.py": "def post(entry):\n    return entry\n"}),
+        ],
+    )
+    engine = await open_indexed(tmp_path / "ws", tmp_path)
+    try:
+        index = engine._index
+        past = {item.subject: item for item in await index.history.recent_examples(10, most_files=8)}
+        asked = [
+            await fit.ask(index, past[subject]) for subject in (f"Add {frob} support", "Write the ledger")
+        ]
+        assert all(example is not None for example in asked)
+        items = [Asked(example.commit, example.evidence, example.answer) for example in asked if example]
+        today = [path for _, path in fusion.first(items[0].evidence, DEFAULT, 0.0)]
+        judged = await as_before(index, items, PastFiles(tmp_path / "ws").before_and_now)
+    finally:
+        await engine.close()
+    assert today[0] == "src/shop.py"
+    assert [item.answer for item in judged] == [frozenset({"src/shop.py"})]  # the ledger was new
+    before = [path for _, path in fusion.first(judged[0].evidence, DEFAULT, 0.0)]
+    assert before[0] == "src/later.py" and "src/shop.py" not in before[:1]

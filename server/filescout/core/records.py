@@ -206,6 +206,31 @@ class SearchHit:
 
 
 @dataclass(frozen=True, slots=True)
+class TextStatistics:
+    """What FTS5's BM25 weighs a row's words by, in one full-text table: to score a text the
+    index does not hold (a file as it was before a past commit) as the index would."""
+
+    rows: int
+    average_length: float
+    """Tokens per row, all columns together."""
+    holding: dict[str, int]
+    """phrase -> rows that hold it"""
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedText:
+    """A file's text outside the index (a past version), as the structural annotator describes
+    it: what the index would hold of it."""
+
+    words: str
+    """Its content words (core.words.body_words)."""
+    summary: str
+    tags: list[str]
+    symbols: list[str]
+    definitions: list[Definition]
+
+
+@dataclass(frozen=True, slots=True)
 class DefinitionHit:
     """A definition matching a question, in one file with its content: BM25 as a positive score."""
 

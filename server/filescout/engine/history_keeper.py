@@ -82,12 +82,13 @@ class HistoryKeeper:
         if not Signals.from_environment().fit:
             return
         # Imported only to fit: the prefilter it asks with is a question's, not a start-up's.
+        from filescout.engine.past_files import PastFiles
         from filescout.relevance.fit import fit_ranking, needs_fit
 
         state = await self._index.history.state()
         if state is None or state.tip is None or not needs_fit(await stored_fit(self._index), state.commits):
             return
-        fit = await fit_ranking(self._index, state.commits)
+        fit = await fit_ranking(self._index, state.commits, PastFiles(self._root).before_and_now)
         await self._index.meta.set(META_KEY, encode(fit))
 
     async def _bring_to_head(self) -> None:

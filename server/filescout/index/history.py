@@ -184,8 +184,8 @@ class History:
         repository's own past says a question like each subject was about."""
         rows = await self._db.questions.fetchall(
             """
-            SELECT c.id, c.subject, json_group_array(f.path) FROM (
-                SELECT id, subject, changed FROM commits ORDER BY id DESC LIMIT :window
+            SELECT c.id, lower(hex(c.sha)), c.subject, json_group_array(f.path) FROM (
+                SELECT id, sha, subject, changed FROM commits ORDER BY id DESC LIMIT :window
             ) AS c
             JOIN commit_files AS cf ON cf.commit_id = c.id
             JOIN history_paths AS p ON p.id = cf.path_id
@@ -196,8 +196,8 @@ class History:
             {"most": most_files, "count": count, "kinds": json_list(kinds), "window": count * EXAMPLES_AMONG},
         )
         return [
-            PastExample(int(commit_id), str(subject), tuple(sorted(_decode_paths(paths))))
-            for commit_id, subject, paths in rows
+            PastExample(int(commit_id), str(sha), str(subject), tuple(sorted(_decode_paths(paths))))
+            for commit_id, sha, subject, paths in rows
         ]
 
 
@@ -214,6 +214,7 @@ class PastExample:
     """A past commit as a question with its answer: its subject, and the files it touched."""
 
     id: int
+    sha: str
     subject: str
     paths: tuple[str, ...]
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import aiosqlite
 import msgspec
 
-from filescout.core.records import IndexWords, SearchHit
+from filescout.core.records import IndexWords, SearchHit, TextStatistics
 from filescout.core.words import join_words, pack_words, path_words, unpack_words
 from filescout.index.database import Database, json_list
 
@@ -148,6 +148,46 @@ class DescriptionIndex:
             (match, limit),
         )
         return [SearchHit(path, -score, kind, rank) for path, score, kind, rank in rows]
+
+    async def statistics(self, phrases: Sequence[str]) -> TextStatistics:
+        """The rows, their average length and how many hold each phrase (`"url_for"`, as the
+        search would be asked it)."""
+        async with self._db.questions.connection() as reader:
+            rows, tokens = await _averages(reader, "files_fts")
+            holding: dict[str, int] = {}
+            for phrase in dict.fromkeys(phrases):
+                ((count,),) = await reader.execute_fetchall(
+                    "SELECT count(*) FROM files_fts WHERE files_fts MATCH ?", (phrase,)
+                )
+                holding[phrase] = int(count)
+        return TextStatistics(rows, tokens / rows if rows else 0.0, holding)
+
+
+async def _averages(reader: aiosqlite.Connection, table: str) -> tuple[int, int]:
+    """(rows, tokens in all columns) from FTS5's averages record, which its BM25 reads: the
+    varints at row 1 of the table's data, rows first, then each column's tokens."""
+    found = list(await reader.execute_fetchall(f"SELECT block FROM {table}_data WHERE id = 1"))
+    numbers = _varints(bytes(found[0][0])) if found else []
+    return (numbers[0], sum(numbers[1:])) if numbers else (0, 0)
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite's varints: seven bits a byte, high bit set on all but the last; a ninth byte
+    gives all eight."""
+    numbers, at = [], 0
+    while at < len(blob):
+        value = 0
+        for position in range(9):
+            byte = blob[at]
+            at += 1
+            if position == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        numbers.append(value)
+    return numbers
 
 
 @dataclass
@@ -328,6 +368,13 @@ class ContentIndex:
                 (json_list(terms),),
             )
         return int(total), {str(term): int(documents) for term, documents in rows}
+
+    async def statistics(self, terms: Sequence[str]) -> TextStatistics:
+        """The contents, their average length in words and how many hold each term."""
+        async with self._db.questions.connection() as reader:
+            rows, tokens = await _averages(reader, "body_fts")
+        _, holding = await self.frequencies(terms)
+        return TextStatistics(rows, tokens / rows if rows else 0.0, holding)
 
     async def search(self, match: str, *, limit: int) -> list[SearchHit]:
         """BM25 over content words; every path with a matching content is a hit. Takes its own

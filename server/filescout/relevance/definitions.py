@@ -60,9 +60,15 @@ def roll_up(hits: Iterable[DefinitionHit]) -> dict[str, DefinedMatch]:
         by_path.setdefault(hit.path, DefinedMatch()).definitions.append((hit.rank, hit.definition))
     for match in by_path.values():
         match.definitions.sort(key=lambda entry: -entry[0])
-        ranks = [rank for rank, _ in match.definitions]
-        match.score = ranks[0] + sum(share * rank for share, rank in zip(FOLLOWERS, ranks[1:], strict=False))
+        match.score = rolled([rank for rank, _ in match.definitions])
     return by_path
+
+
+def rolled(ranks: Sequence[float]) -> float:
+    """The best score plus FOLLOWERS of the next ones (`ranks`, best first)."""
+    if not ranks:
+        return 0.0
+    return ranks[0] + sum(share * rank for share, rank in zip(FOLLOWERS, ranks[1:], strict=False))
 
 
 def lifts(matches: dict[str, DefinedMatch], text: dict[str, float]) -> dict[str, float]:

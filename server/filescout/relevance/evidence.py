@@ -82,6 +82,10 @@ class TextMatches:
     defined_lifts: dict[str, float] = field(default_factory=dict)
     """path -> what its matching definitions add to its score"""
     weights: Weights = DEFAULT
+    described_asked: list[str] = field(default_factory=list)
+    """The description search's phrases, as asked (`"url_for"`)."""
+    content_asked: list[str] = field(default_factory=list)
+    """The content search's words, as asked."""
 
     def fused(self, path: str, weights: Weights | None = None) -> float:
         """The file's text score: with `weights`, as they would weigh it (fit.py tries some)."""
@@ -129,6 +133,12 @@ async def search_both(
     total, frequency = await index.contents.frequencies(terms)
     telling = telling_terms(terms, frequency, total)
     described_expression = expression(telling)
+    matches.described_asked = [f'"{term}"' for term in telling]
+    matches.content_asked = (
+        [term for term in telling if "_" not in term]
+        if telling == terms
+        else list(dict.fromkeys(word for term in terms for word in term.replace("_", " ").split()))
+    )
     defining = defined_here.specific_terms(telling, frequency, total)
     defining_expression = expression(defining, single_tokens=True) if definitions else None
     described, contents, defined = await asyncio.gather(

@@ -13,14 +13,15 @@ reuses what was found: no search runs twice, so the fit costs about one question
 Every commit's answer is the source files it touched (what a question about it wants first).
 What is fitted: the kind priors and how far the past commits' votes move the first ranking.
 Co-change, the symbols a question mentions and the import graph act on the leaders after it, with
-fixed weights. The text's own weights (the content's BM25 beside the description's, the
-definitions' lift) are not fitted: the files are today's, not each commit's parent's, and hold the
-words the commit added, so their text looks better at finding the commit than it was; fitted, they
-went to the ends of their ranges and the dev set's R@1 with history fell from 0.608 to 0.540
-(docs/BENCHMARKS.md). The held-out commits are judged on today's files as well, so the check that
-keeps the defaults shares that bias: with the priors and the votes' weight only, the weights it
-adopted still lowered the dev set's R@1 (0.608 to 0.588). Fitting is therefore an unproven signal
-(signals.py), off unless asked for, until the held-out commits are judged on their parents' files.
+fixed weights.
+
+Each commit is judged on its files as they were before it (past_versions.py): today's files hold
+the words the commit added, so today's text finds past commits more surely than it found them
+when they were new, and weights fitted or checked on that trust the text too much (judged on
+today's files, the weights the check adopted lowered the dev set's R@1 with history from 0.608
+to 0.588; docs/BENCHMARKS.md). Judged on their parents' files, the fitted weights rank the dev
+set about as the defaults do, better on some repositories and worse on one, so fitting stays an
+unproven signal (signals.py), off unless asked for.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from filescout.index.history import PastExample
 from filescout.relevance import fusion
 from filescout.relevance.evidence import Evidence, gather
 from filescout.relevance.filters import PathFilter
+from filescout.relevance.past_versions import Asked, ReadVersions, as_before
 from filescout.relevance.query import analyse
 from filescout.relevance.signals import Signals
 from filescout.relevance.weights import DEFAULT, FITTED_KINDS, RankingFit, Weights
@@ -77,6 +79,7 @@ GRID: dict[str, tuple[float, ...]] = {
 class Example:
     """One past commit asked as a question, with what every signal found for it."""
 
+    commit: str
     evidence: Evidence
     answer: frozenset[str]
 
@@ -116,7 +119,7 @@ async def ask(index: Index, past: PastExample) -> Example | None:
     evidence = await gather(
         index, query, PathFilter(), signals=Signals(), weights=DEFAULT, before=past.id, uses=False
     )
-    return Example(evidence, frozenset(past.paths))
+    return Example(past.sha, evidence, frozenset(past.paths))
 
 
 def clearly_better(examples: Sequence[Example], weights: Weights) -> bool:
@@ -150,11 +153,18 @@ def climb(examples: Sequence[Example], start: Weights) -> Weights:
     return best
 
 
-async def fit_ranking(index: Index, history_commits: int) -> RankingFit:
-    """Fit the weights on the index's history (see the module's docstring)."""
+async def fit_ranking(index: Index, history_commits: int, read: ReadVersions | None = None) -> RankingFit:
+    """Fit the weights on the index's history (see the module's docstring). With `read`, each
+    past commit is judged on its files as they were before it (past_versions.py); without, on
+    today's files."""
     started = time.perf_counter()
     past = await index.history.recent_examples(EXAMPLES, most_files=MOST_FILES, kinds=ANSWERS)
     examples = [example for item in past if (example := await ask(index, item)) is not None]
+    if read is not None:
+        asked = [Asked(example.commit, example.evidence, example.answer) for example in examples]
+        examples = [
+            Example(item.commit, item.evidence, item.answer) for item in await as_before(index, asked, read)
+        ]
     if len(examples) < MIN_EXAMPLES:
         reason = f"{len(examples)} past commits to learn from, fewer than {MIN_EXAMPLES}"
         return RankingFit(

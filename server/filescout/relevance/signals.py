@@ -30,7 +30,8 @@ class Signals:
     """Past commits like the question vote for the files they touched (git work trees)."""
     fit: bool = False
     """Fusion weights fitted on the workspace's own history (fit.py). Unproven: on the relevance
-    cases they ranked worse than the defaults where they were adopted (docs/BENCHMARKS.md)."""
+    cases they rank about as the defaults do, better on some repositories and worse on one
+    (docs/BENCHMARKS.md)."""
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] = os.environ) -> Signals:

@@ -31,7 +31,7 @@ KIND_PRIOR = {
 }
 """How far each kind of file sits below source, all else equal (the defaults)."""
 FITTED_KINDS = ("test", "config", "docs", "other", "data")
-FIT_VERSION = 2
+FIT_VERSION = 3
 """Raised when the fit changes what it would find: a fit stored by another version is redone."""
 META_KEY = f"ranking_fit/{FIT_VERSION}"
 
