@@ -13,7 +13,7 @@ from filescout.relevance.filters import PathFilter
 from filescout.relevance.prefilter import prefilter
 from filescout.relevance.query import analyse
 from filescout.relevance.signals import Signals
-from filescout.scan.classify import is_vendored
+from filescout.scan.classify import is_declaration, is_vendored
 from small_index import indexed
 
 FILES = {
@@ -151,6 +151,42 @@ async def test_code_copied_in_from_other_projects_sits_below_the_workspaces_own(
         )
     finally:
         await opened.close()
+
+
+DECLARED = {
+    "index.d.ts": "/** How a request retries on a timeout. */\nexport interface RequestConfig {\n"
+    "  timeout?: number;\n  retries?: number;\n  retryOnTimeout?: boolean;\n}\n"
+    "/** Sends a request; retries it on a timeout, as the config says. */\n"
+    "export declare function request(config: RequestConfig): Promise<Response>;\n"
+    "export declare function retryRequest(config: RequestConfig, retries: number): Promise<Response>;\n",
+    "lib/core/dispatch.js": "// Sends a request; on a timeout, retries it.\n"
+    "export function request(config) {\n  return send(config.timeout, config.retries);\n}\n",
+    **{
+        f"lib/format{n}.js": f"// Formats value number {n}.\nexport function format{n}(value) {{\n  return String(value);\n}}\n"
+        for n in range(8)
+    },
+}
+
+
+async def test_a_declaration_file_sits_below_the_code_it_declares_unless_types_are_asked(
+    tmp_path: Path,
+) -> None:
+    """`index.d.ts` restates every name the library defines, so its words match any question
+    about the code; the code comes first, and the declarations when the question is about types."""
+    opened = await indexed(tmp_path, DECLARED)
+    try:
+        assert (await ranking(opened, "request retries on timeout config"))[0] == "lib/core/dispatch.js"
+        assert (await ranking(opened, "fix the request config types for retries on timeout"))[
+            0
+        ] == "index.d.ts"
+    finally:
+        await opened.close()
+
+
+def test_declaration_files_are_told_by_their_names() -> None:
+    assert is_declaration("index.d.ts") and is_declaration("types/index.d.cts")
+    assert is_declaration("mypy/typeshed/stdlib/os/__init__.pyi")
+    assert not is_declaration("lib/index.ts") and not is_declaration("src/d.ts.py")
 
 
 def test_vendored_directories_are_told_by_their_names() -> None:

@@ -5,8 +5,9 @@
    matching definitions add.
 2. Adjusted for the file: its kind (tests, docs, config and data sit below source unless the
    question asks for them or names them; code copied in from other projects below the
-   workspace's own), the user's recent use, how the question names it (a path, a module, a
-   frame, a folder) or, failing that, a plain word of the question that is its stem.
+   workspace's own; declaration files below the code they declare), the user's recent use, how
+   the question names it (a path, a module, a frame, a folder) or, failing that, a plain word of
+   the question that is its stem.
 3. History: past commits like the question lift the files they touched and admit a few more
    (past_commits.py); then the files that change together with the text's leaders.
 4. Around the leaders: defining a symbol the question mentions, shared among the leaders that
@@ -28,12 +29,16 @@ from filescout.relevance.evidence import SYMBOL_POOL, Evidence
 from filescout.relevance.mentions import defined
 from filescout.relevance.past_commits import CO_CONFIDENCE, Votes, weigh_votes
 from filescout.relevance.weights import Weights
-from filescout.scan.classify import is_vendored
+from filescout.scan.classify import is_declaration, is_vendored
 
 VENDORED_PRIOR = 0.3
 """Code copied in from other projects (`vendor/`, `third_party/`) sits below the workspace's own,
 as data does, unless the question is about dependencies: a Go repository that vendors its
 modules holds more of their files than of its own, and their words match any question."""
+DECLARATION_PRIOR = 0.5
+"""A declaration file (`index.d.ts`, a `.pyi` stub) restates the API its implementation defines,
+so its names match a question about that code as well as the code's own file does; it sits below,
+as config does, unless the question is about types."""
 ASKED_KIND_LIFT = {"document": 1.5, "image": 1.5}
 """A question that names a document or an image as what it is after ("which PDF specifies",
 "the architecture diagram") wants one: files of that kind are lifted, not only spared the prior
@@ -106,6 +111,8 @@ def first(evidence: Evidence, weights: Weights, now: float) -> list[tuple[float,
             score *= prior.get(hit.kind, 0.45)
             if "vendored" not in query.asks_for and is_vendored(path):
                 score *= VENDORED_PRIOR
+            if "types" not in query.asks_for and is_declaration(path):
+                score *= DECLARATION_PRIOR
         if hit.access_rank is not None:
             recent_uses = current_score(hit.access_rank, now)
             score *= 1 + FRECENCY * min(recent_uses, FRECENCY_SATURATION) / FRECENCY_SATURATION

@@ -12,7 +12,8 @@ from filescout.scan.classify import LANGUAGE_BY_EXTENSION
 
 MAX_TERMS = 48
 # A question that is about tests, docs, documents or images should not have them pushed down, nor
-# one about dependencies the code copied in from other projects ("vendored", not a kind of file).
+# one about dependencies the code copied in from other projects ("vendored", not a kind of file),
+# nor one about types the declaration files that state them ("types").
 ASKS_FOR = {
     "test": re.compile(r"\b(tests?|testing|spec|specs|unit ?tests?|fixtures?|pytest|jest|coverage)\b", re.I),
     "docs": re.compile(r"\b(docs?|documentation|readme|changelog|guide|tutorial|docstrings?)\b", re.I),
@@ -32,6 +33,11 @@ ASKS_FOR = {
         r"go\.(mod|sum)|update module)\b",
         re.I,
     ),
+    "types": re.compile(
+        r"\b(types?|typings?|typescript|typed|type ?hints?|annotations?|declarations?|"
+        r"d\.c?m?ts|stubs?|pyi)\b",
+        re.I,
+    ),
     "image": re.compile(
         r"\b(images?|pictures?|photos?|photographs?|screenshots?|screen ?shots?|diagrams?|icons?|logos?|"
         r"illustrations?|mock-?ups?|wireframes?|drawings?|png|jpe?g|svg|gif)\b",
@@ -49,7 +55,8 @@ class Query:
     """The files, modules and symbols the question names explicitly (`routing.py`, `url_for`)."""
     asks_for: frozenset[str]
     """File kinds the question is explicitly about (tests, docs, config, data, documents, images),
-    and "vendored" for a question about dependencies (code copied in from other projects)."""
+    "vendored" for a question about dependencies (code copied in from other projects), and
+    "types" for one about types (declaration files state them)."""
     history_terms: list[str] | None = None
     """The words past commits' messages are searched for; None: `terms`."""
     history_share: float = 1.0

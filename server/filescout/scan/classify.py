@@ -465,6 +465,15 @@ def is_vendored(path: str) -> bool:
     return not VENDORED_DIRS.isdisjoint(_split(path)[2])
 
 
+DECLARATION_SUFFIXES = (".d.ts", ".d.cts", ".d.mts", ".pyi")
+
+
+def is_declaration(path: str) -> bool:
+    """Whether the file declares an API implemented elsewhere: a TypeScript declaration file
+    (`index.d.ts`) or a Python stub (`.pyi`)."""
+    return path.lower().endswith(DECLARATION_SUFFIXES)
+
+
 def kind_of(path: str, language: str | None, *, binary: bool, generated: bool) -> FileKind:
     name, suffix, dirs = _split(path)
     lower = name.lower()
