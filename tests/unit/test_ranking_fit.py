@@ -198,7 +198,7 @@ async def test_a_past_commit_is_judged_on_its_files_as_they_were_before_it(tmp_p
     have been found at all: it leaves the answer."""
     from filescout.engine.past_files import PastFiles
     from filescout.relevance import fusion
-    from filescout.relevance.past_versions import Asked, as_before
+    from filescout.relevance.past_versions import as_before
 
     frob = made_up_words(1, seed=11)[0]
     shop = "def total(order):\n    return sum(order)\n"
@@ -220,13 +220,17 @@ async def test_a_past_commit_is_judged_on_its_files_as_they_were_before_it(tmp_p
         asked = [
             await fit.ask(index, past[subject]) for subject in (f"Add {frob} support", "Write the ledger")
         ]
-        assert all(example is not None for example in asked)
-        items = [Asked(example.commit, example.evidence, example.answer) for example in asked if example]
-        today = [path for _, path in fusion.first(items[0].evidence, DEFAULT, 0.0)]
-        judged = await as_before(index, items, PastFiles(tmp_path / "ws").before_and_now)
+        examples = [example for example in asked if example is not None]
+        assert len(examples) == 2
+        today = [path for _, path in fusion.first(examples[0].evidence, DEFAULT, 0.0)]
+        answers = await as_before(
+            index,
+            [(example.commit, example.evidence, example.answer) for example in examples],
+            PastFiles(tmp_path / "ws").before_and_now,
+        )
     finally:
         await engine.close()
     assert today[0] == "src/shop.py"
-    assert [item.answer for item in judged] == [frozenset({"src/shop.py"})]  # the ledger was new
-    before = [path for _, path in fusion.first(judged[0].evidence, DEFAULT, 0.0)]
+    assert answers == [frozenset({"src/shop.py"}), frozenset()]  # the ledger was new
+    before = [path for _, path in fusion.first(examples[0].evidence, DEFAULT, 0.0)]
     assert before[0] == "src/later.py" and "src/shop.py" not in before[:1]

@@ -26,6 +26,7 @@ unproven signal (signals.py), off unless asked for.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import statistics
@@ -38,7 +39,7 @@ from filescout.index.history import PastExample
 from filescout.relevance import fusion
 from filescout.relevance.evidence import Evidence, gather
 from filescout.relevance.filters import PathFilter
-from filescout.relevance.past_versions import Asked, ReadVersions, as_before
+from filescout.relevance.past_versions import ReadVersions, as_before
 from filescout.relevance.query import analyse
 from filescout.relevance.signals import Signals
 from filescout.relevance.weights import DEFAULT, FITTED_KINDS, RankingFit, Weights
@@ -161,9 +162,12 @@ async def fit_ranking(index: Index, history_commits: int, read: ReadVersions | N
     past = await index.history.recent_examples(EXAMPLES, most_files=MOST_FILES, kinds=ANSWERS)
     examples = [example for item in past if (example := await ask(index, item)) is not None]
     if read is not None:
-        asked = [Asked(example.commit, example.evidence, example.answer) for example in examples]
+        asked = [(example.commit, example.evidence, example.answer) for example in examples]
+        answers = await as_before(index, asked, read)
         examples = [
-            Example(item.commit, item.evidence, item.answer) for item in await as_before(index, asked, read)
+            dataclasses.replace(example, answer=answer)
+            for example, answer in zip(examples, answers, strict=True)
+            if answer
         ]
     if len(examples) < MIN_EXAMPLES:
         reason = f"{len(examples)} past commits to learn from, fewer than {MIN_EXAMPLES}"

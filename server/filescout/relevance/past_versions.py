@@ -15,7 +15,6 @@ files a question finds, and their words owe nothing to the commit.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 
 from filescout.core.records import DescribedText, TextStatistics
 from filescout.core.words import join_words, path_words
@@ -28,15 +27,6 @@ Versions = dict[tuple[str, str], tuple[DescribedText | None, DescribedText | Non
 ReadVersions = Callable[[Sequence[tuple[str, str]]], Awaitable[Versions]]
 """(commit, path) pairs -> the file before the commit and at HEAD (None: not there), as the
 structural annotator describes them; pairs it could not read are left out."""
-
-
-@dataclass
-class Asked:
-    """One past commit asked as a question: what the searches found, and its answer."""
-
-    commit: str
-    evidence: Evidence
-    answer: frozenset[str]
 
 
 class Rescorer:
@@ -73,27 +63,29 @@ class Rescorer:
         self._content.close()
 
 
-async def as_before(index: Index, asked: Sequence[Asked], read: ReadVersions) -> list[Asked]:
-    """`asked` with each answer file's text evidence scored as the file was before its commit,
-    and without the files the commit added; a commit left with no answer is left out."""
-    versions = await read([(item.commit, path) for item in asked for path in sorted(item.answer)])
-    phrases = sorted({phrase for item in asked for phrase in item.evidence.text.described_asked})
-    words = sorted({word for item in asked for word in item.evidence.text.content_asked})
+async def as_before(
+    index: Index, asked: Sequence[tuple[str, Evidence, frozenset[str]]], read: ReadVersions
+) -> list[frozenset[str]]:
+    """For each past commit asked as a question (its id, what the searches found, its answer),
+    its answer files' text evidence scored again as the files were before the commit; returned,
+    each answer without the files the commit added (empty: nothing a question could find)."""
+    versions = await read([(commit, path) for commit, _, answer in asked for path in sorted(answer)])
+    phrases = sorted({phrase for _, evidence, _ in asked for phrase in evidence.text.described_asked})
+    words = sorted({word for _, evidence, _ in asked for word in evidence.text.content_asked})
     rescorer = Rescorer(await index.descriptions.statistics(phrases), await index.contents.statistics(words))
     try:
-        judged = []
-        for item in asked:
-            answer = set(item.answer)
-            for path in sorted(item.answer):
-                before, now = versions.get((item.commit, path), (None, None))
-                if (item.commit, path) in versions and before is None:
-                    answer.discard(path)
-                    _forget(item.evidence, path)
+        answers = []
+        for commit, evidence, answer in asked:
+            kept = set(answer)
+            for path in sorted(answer):
+                before, now = versions.get((commit, path), (None, None))
+                if (commit, path) in versions and before is None:
+                    kept.discard(path)
+                    _forget(evidence, path)
                 elif before is not None and now is not None:
-                    _rescore(rescorer, item.evidence, path, before, now)
-            if answer:
-                judged.append(Asked(item.commit, item.evidence, frozenset(answer)))
-        return judged
+                    _rescore(rescorer, evidence, path, before, now)
+            answers.append(frozenset(kept))
+        return answers
     finally:
         rescorer.close()
 
