@@ -11,14 +11,12 @@ from pathlib import Path
 
 from filescout.annotate.structural import annotate_safely
 from filescout.core.records import DescribedText, FileToAnnotate
-from filescout.scan.classify import classify
+from filescout.scan.classify import BINARY_SNIFF_BYTES, classify
 from filescout.vcs.blobs import read_versions
 
 MOST_BYTES = 1 << 20
 """A larger version is not read: a source file that large is rare, and the past commit is then
 judged on the file as it is today."""
-HEAD_BYTES = 100
-"""The first bytes that tell a file's language, as a scan reads them."""
 
 
 class PastFiles:
@@ -56,7 +54,7 @@ class PastFiles:
 
 def _describe(path: str, data: bytes) -> DescribedText | None:
     """None when even the line-based annotation failed."""
-    kind = classify(path, data[:HEAD_BYTES])
+    kind = classify(path, data[:BINARY_SNIFF_BYTES])  # as the scan classifies a file
     text = data.decode("utf-8", errors="replace")
     annotation = annotate_safely(FileToAnnotate(path, "", kind.language, kind.kind, text))
     if annotation is None:
