@@ -210,8 +210,8 @@ async def filescout_rank(
         engine.start_indexing("index")
         await engine.wait_idle()
         indexed = time.perf_counter() - started
-        if topk.available() and not await engine.settle_content_store():
-            raise RuntimeError("the content search's top-k store did not settle")
+        if topk.available() and not await engine.settle_stores():
+            raise RuntimeError("a top-k store did not settle")
         started = time.perf_counter()
         result = await engine.find_relevant(FindRelevantParams(query=query, limit=limit))
         ranked = [item.path for item in result.items]

@@ -24,13 +24,14 @@ each timing repeated --repeat times (medians printed):
 Nothing is kept in the index, but it is opened for writing: run this while no server has it.
 tantivy is a dependency of filescout on Python 3.11 and later (none on 3.10).
 
-`--cold-index` measures the store's memory in the server instead: one `filescout serve` cold on
+`--cold-index` measures the stores' memory in the server instead: one `filescout serve` cold on
 the workspace, with a fresh cache, the number of annotation workers its own choice. Every
 0.2 s the RSS and PSS of the server and the processes it started (its workers, multiprocessing's
 resource tracker; git left out) are read from /proc, until the pass's progress ends and then
-until the server has built its store (it waits for the index to be quiet) and 5 s more, or
---wait seconds. Printed: when the scan was stored, the pass ended and the store was built, and
-the peaks of the server and of every process at once, through the pass and in all. `--no-topk`
+until the server has built its stores, of content words and of descriptions (it waits for the
+index to be quiet, and builds one at a time), and 5 s more, or --wait seconds. Printed: when the
+scan was stored, the pass ended and both stores were built, and the peaks of the server and of
+every process at once, through the pass and in all. `--no-topk`
 runs the server without the store (FILESCOUT_NO_TOPK), to the pass's end.
 """
 
@@ -594,6 +595,10 @@ def memory_at_once(server: int) -> tuple[tuple[int, int], tuple[int, int]]:
     return own, (rss, pss)
 
 
+STORES = 2
+"""The stores a server builds (content words, descriptions): the run ends once both are built."""
+
+
 async def cold_index(args: argparse.Namespace) -> dict[str, Any]:
     """The server's memory through a cold index and the build of its store after it."""
     cache = Path(tempfile.mkdtemp(prefix="filescout-topk-cold-", dir=args.tmp))
@@ -614,7 +619,7 @@ async def cold_index(args: argparse.Namespace) -> dict[str, Any]:
                 overall.take(server, everything)
                 if client.progress_at("end") is None:
                     through_pass.take(server, everything)
-                if not built and any(cache.rglob(BUILT)):
+                if not built and len(list(cache.rglob(BUILT))) >= STORES:
                     built.append(time.perf_counter())
                 await asyncio.sleep(0.2)
 

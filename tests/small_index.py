@@ -3,10 +3,12 @@ tests of what reads the index (the ranking, its statistics) without a scan."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from filescout.annotate.structural import ANNOTATOR_ID, annotate_structure
 from filescout.core.records import FileRecord, FileToAnnotate
+from filescout.core.words import body_words, pack_words
 from filescout.index import Index
 from filescout.scan.classify import classify
 
@@ -30,3 +32,19 @@ async def put(index: Index, files: dict[str, str]) -> None:
         )
     await index.files.apply_changes(records, [], current=ANNOTATOR_ID)
     await index.annotations.save(ANNOTATOR_ID, annotations)
+
+
+def digest_of(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+async def scanned(index: Index, files: dict[str, str]) -> None:
+    """Files and their content words (path -> text), committed as a scan commits them: copies
+    share a content; nothing annotated."""
+    records, bodies = [], []
+    for path, text in files.items():
+        kind = classify(path, text.encode()[:100])
+        records.append(FileRecord(path, len(text), 1, digest_of(text), kind.language, kind.kind, None))
+        body = body_words(text)
+        bodies.append((digest_of(text), body, pack_words(body)))
+    await index.files.apply_changes(records, [], current=ANNOTATOR_ID, bodies=bodies)

@@ -7,10 +7,7 @@ without tantivy FTS5 answers as before."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,15 +15,14 @@ import pytest
 import pytest_asyncio
 
 from filescout.annotate.structural import ANNOTATOR_ID
-from filescout.core.records import FileRecord
-from filescout.core.words import body_words, pack_words
 from filescout.index import Index, topk
 from filescout.index.topk import BUILT, DISABLED, directory_for
 from filescout.relevance.evidence import COMMON_FLOOR
 from filescout.relevance.filters import PathFilter
 from filescout.relevance.prefilter import prefilter
 from filescout.relevance.query import analyse, expression
-from filescout.scan.classify import classify
+from killed import run_until_killed
+from small_index import scanned
 
 pytest.importorskip("tantivy")
 
@@ -46,19 +42,9 @@ def quick(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(topk, "QUIET", 0.2)
 
 
-def digest_of(text: str) -> str:
-    return hashlib.sha1(text.encode()).hexdigest()
-
-
 async def store(index: Index, files: dict[str, str]) -> None:
     """Files and their content words, committed as a scan commits them (copies share a content)."""
-    records, bodies = [], []
-    for path, text in files.items():
-        kind = classify(path, text.encode()[:100])
-        records.append(FileRecord(path, len(text), 1, digest_of(text), kind.language, kind.kind, None))
-        body = body_words(text)
-        bodies.append((digest_of(text), body, pack_words(body)))
-    await index.files.apply_changes(records, [], current=ANNOTATOR_ID, bodies=bodies)
+    await scanned(index, files)
 
 
 async def remove(index: Index, paths: list[str]) -> None:
@@ -115,6 +101,23 @@ async def test_the_store_answers_once_complete_with_the_files_fts5_would_rank(
     # No word of this question is too common for FTS5: it ranks with every word itself.
     monkeypatch.setattr(topk.ContentTopK, "ranked", no_store)
     assert (await ranking(index, "where is the checksum of an archive verified"))[0] == "app/checks.py"
+
+
+async def test_the_store_counts_a_questions_terms_as_fts5_does(
+    index: Index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The prefilter's choice of terms reads how many contents hold each: from the store while
+    it can answer (microseconds, where FTS5 walks a common term's whole list)."""
+    terms = ["checksum", "archive", "download", "template", "verify_checksum", "nothing"]
+    counted_by_fts5 = await index.contents._count(terms)
+    assert counted_by_fts5[1]["template"] == 1  # two files, one content
+
+    async def no_fts5(*args: object) -> None:
+        raise AssertionError("FTS5 counted the terms")
+
+    monkeypatch.setattr(type(index.contents), "_count", no_fts5)
+    assert index.contents.exact
+    assert await index.contents.frequencies(terms) == counted_by_fts5
 
 
 async def test_a_commit_the_store_has_not_taken_yet_is_answered_by_fts5(index: Index) -> None:
@@ -188,16 +191,7 @@ async def test_a_kill_between_the_sqlite_commit_and_the_store_loses_nothing(tmp_
     assert set(gone) == {"app/render.py", "app/render_copy.py"}
     await index.close()
 
-    tests = Path(__file__).parents[1]
-    found = os.pathsep.join(str(folder) for folder in (tests / "unit", tests, tests.parent / "bench"))
-    done = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-c", KILLED_AFTER_COMMIT, str(path)],
-        capture_output=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": found},
-    )
-    assert done.returncode == -9, done.stderr.decode()
+    await run_until_killed(KILLED_AFTER_COMMIT, str(path))
 
     reader = await Index.open_readonly(path)  # the store as the killed writer left it
     reader.keep_content_store()

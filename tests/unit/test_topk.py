@@ -166,7 +166,7 @@ async def test_a_reused_content_id_is_not_mistaken_for_its_old_content(index: In
         assert await content_id(index, "h6") == old
         assert await topk.search(["downloads", "checked"], limit=10) == []
         assert await topk.search(["enqueue"], limit=10) == []  # not told yet
-        await topk.apply([(old, "h6", body_words("def enqueue(job):\n    return job\n"))])
+        await topk.apply([ContentTopK.document(old, "h6", body_words("def enqueue(job):\n    return job\n"))])
         assert [hit for hit, _ in await topk.search(["enqueue"], limit=10)] == [old]
         assert await topk.search(["downloads", "checked"], limit=10) == []
         assert await topk.documents() == len(FILES)  # upserted: the old document went
@@ -177,9 +177,11 @@ async def test_a_reused_content_id_is_not_mistaken_for_its_old_content(index: In
 async def test_documents_sqlite_never_committed_are_left_out_then_removed(index: Index) -> None:
     topk = await opened(index)
     try:
-        await topk.apply([(999, "never-committed", "checksum checksum checksum")])
+        await topk.apply([ContentTopK.document(999, "never-committed", "checksum checksum checksum")])
         text, digest = FILES["app/checks.py"]
-        await topk.apply([(await content_id(index, digest), digest, body_words(text))])  # twice: one document
+        await topk.apply(
+            [ContentTopK.document(await content_id(index, digest), digest, body_words(text))]
+        )  # twice: one document
         found = await topk.search(["checksum", "download"], limit=3)
         assert 999 not in [hit for hit, _ in found] and len(found) == 3  # asked again for enough
         assert await topk.documents() == len(FILES) + 1
@@ -252,7 +254,13 @@ async def test_a_reading_process_searches_only_a_built_store(index: Index) -> No
                     await content_id(index, "h2")
                 ]
                 await store(index, {"app/upload.py": ("def upload(archive):\n    return archive\n", "h5")})
-                await writer.apply([(await content_id(index, "h5"), "h5", "upload archive return archive")])
+                await writer.apply(
+                    [
+                        ContentTopK.document(
+                            await content_id(index, "h5"), "h5", "upload archive return archive"
+                        )
+                    ]
+                )
                 for _ in range(100):  # another process's commit shows after tantivy notices it
                     if await seen.search(["upload"], limit=1):
                         break

@@ -309,23 +309,23 @@ class Roles:
         *,
         default: Path,
         held: WriterLock | None = None,
-        content_store: bool = True,
+        stores: bool = True,
     ) -> Roles:
         """Take the writer role if the lock is free, else open the index for reading. The index
         is kept at `requested` when that is positively ours (or nothing is there), else at
         `default`, filescout's own folder. `held` is that index's writer lock when the caller
         waited for it already (a second lock of this process's own would find it taken).
-        `content_store`: keep the content search's top-k store (index/topk.py); a process that
-        answers one question and exits does not, so its answer never depends on whether the
-        store opened in time: FTS5 answers it."""
+        `stores`: keep the top-k stores of content words and descriptions (index/topk.py); a
+        process that answers one question and exits does not, so its answer never depends on
+        whether a store opened in time: FTS5 answers it."""
         db_path = choose_index_path(requested, default, warnings)
         lock = WriterLock(lock_path(db_path))
         if held is not None and held.path == lock.path:
             lock = held
 
         def made(index: Index, unwritable: str | None = None) -> Roles:
-            if content_store:
-                index.keep_content_store()  # opened in the background, in the role taken
+            if stores:
+                index.keep_stores()  # opened in the background, in the role taken
             return cls(index, lock, warnings, unwritable=unwritable, requested=requested)
 
         try:

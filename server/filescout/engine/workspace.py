@@ -326,11 +326,11 @@ class Workspace:
             elapsed_ms=totals.elapsed_ms,
         )
 
-    async def settle_content_store(self) -> bool:
-        """Wait until the content search's top-k store has every change it was told of (built
-        first if it is to be); whether it answers now. For benchmarks and tests: a question
-        never waits for the store."""
-        return await self._roles.index.contents.store_settled()
+    async def settle_stores(self) -> bool:
+        """Wait until the top-k stores (content words, descriptions) have every change they
+        were told of (built first if they are to be); whether both answer now. For benchmarks
+        and tests: a question never waits for a store."""
+        return await self._roles.index.stores_settled()
 
     async def wait_idle(self) -> None:
         """Wait until the current pass, the annotation backlogs and the repair of a damaged
@@ -503,7 +503,7 @@ async def _acquire(
         loaded.warnings,
         default=default_db_path(root, env),
         held=writer_lock,
-        content_store=persistent,
+        stores=persistent,
     )
     return root, loaded, roles
 

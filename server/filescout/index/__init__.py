@@ -6,7 +6,8 @@
     catalogue   files: one row per file, the annotation it shows, listings
     annotations annotations by (content hash, annotator)
     search      files_fts (what describes a file) and the content index (contents, body_fts)
-    topk        the content words again, in a tantivy store beside the file: the exact top k
+    topk        the content words and the descriptions again, in tantivy stores beside the file:
+                the exact top k
     definitions what each content defines, described, and its full-text index
     graph       what each file imports, as keys its imports are found by
     access      frecency of use
@@ -43,9 +44,9 @@ class Index:
     def __init__(self, db: Database) -> None:
         self.db = db
         self.contents = ContentIndex(db)
-        self.files = Catalogue(db, self.contents)
-        self.annotations = Annotations(db, self.contents)
         self.descriptions = DescriptionIndex(db)
+        self.files = Catalogue(db, self.contents, self.descriptions)
+        self.annotations = Annotations(db, self.contents, self.descriptions)
         self.definitions = DefinitionIndex(db)
         self.graph = ImportGraph(db)
         self.access = AccessLog(db)
@@ -83,18 +84,36 @@ class Index:
         content store, if kept, is opened again for writing at its next use."""
         await self.db.adopt(writer.db)
 
+    def keep_stores(self) -> None:
+        """Search content words and descriptions in the top-k stores beside the index (topk.py)
+        whenever they can answer: opened in the background, made and reconciled by the writing
+        process, and fed every commit's changes after it. For a server, not for a one-off look
+        at an index."""
+        self.keep_content_store()
+        self.keep_description_store()
+
     def keep_content_store(self) -> None:
-        """Search content words in the top-k store beside the index (topk.py) whenever it can
-        answer: opened in the background, made and reconciled by the writing process, and fed
-        every commit's contents after it. For a server, not for a one-off look at an index."""
         from filescout.index.topk import directory_for
 
         self.contents.keep_store(directory_for(self.path))
 
+    def keep_description_store(self) -> None:
+        from filescout.index.topk import DescriptionTopK, directory_for
+
+        self.descriptions.keep_store(directory_for(self.path, DescriptionTopK))
+
+    async def stores_settled(self) -> bool:
+        """Wait until both stores have taken every change they were told of; whether both can
+        answer. For benchmarks and tests."""
+        contents = await self.contents.store_settled()
+        return await self.descriptions.store_settled() and contents
+
     async def close(self) -> None:
         await self.contents.close_store()
+        await self.descriptions.close_store()
         await self.db.close()
 
     def stop_threads(self) -> None:
         self.contents.stop_store_threads()
+        self.descriptions.stop_store_threads()
         self.db.stop_threads()

@@ -14,7 +14,7 @@ from filescout.core.records import Annotation, PendingFile, PreparedDefinitions
 from filescout.index.catalogue import Catalogue
 from filescout.index.database import Database, json_list
 from filescout.index.definitions import DefinitionIndex
-from filescout.index.search import ContentIndex
+from filescout.index.search import ContentIndex, DescriptionIndex
 
 _decode_list = msgspec.json.Decoder(list[str]).decode
 _encode = msgspec.json.encode
@@ -35,10 +35,14 @@ def _prepared_definitions(item: Annotation) -> PreparedDefinitions | None:
 
 
 class Annotations:
-    def __init__(self, db: Database, contents: ContentIndex | None = None) -> None:
+    def __init__(
+        self, db: Database, contents: ContentIndex | None = None, descriptions: DescriptionIndex | None = None
+    ) -> None:
         self._db = db
         self._contents = contents if contents is not None else ContentIndex(db)
         """Told of the contents a transaction adds or forgets, for the top-k store."""
+        self._descriptions = descriptions if descriptions is not None else DescriptionIndex(db)
+        """Told of the descriptions a transaction rewrites, for their top-k store."""
 
     async def save(
         self, annotator: str, annotations: Sequence[tuple[str, Annotation]], *, replace: bool = True
@@ -49,7 +53,11 @@ class Annotations:
         if not annotations:
             return
         now = int(time.time())
-        async with self._contents.changes() as stored, self._db.transaction() as db:
+        async with (
+            self._contents.changes() as stored,
+            self._descriptions.changes(),
+            self._db.transaction() as db,
+        ):
             await db.executemany(
                 """
                 INSERT INTO annotations(hash, annotator, summary, tags, symbols, imports,

@@ -158,10 +158,14 @@ class FileFilter:
 class Catalogue:
     """The `files` table: what scans store, what listings read."""
 
-    def __init__(self, db: Database, contents: ContentIndex | None = None) -> None:
+    def __init__(
+        self, db: Database, contents: ContentIndex | None = None, descriptions: DescriptionIndex | None = None
+    ) -> None:
         self._db = db
         self._contents = contents if contents is not None else ContentIndex(db)
         """Told of the contents a batch adds, for the top-k store."""
+        self._descriptions = descriptions if descriptions is not None else DescriptionIndex(db)
+        """Told of the descriptions a batch rewrites, for their top-k store."""
         self._counted: tuple[tuple[str, int], tuple[dict[str, int], dict[str, int]]] | None = None
 
     # -- what scans store ------------------------------------------------------------------
@@ -192,7 +196,11 @@ class Catalogue:
         if not (changed or removed or bodies):  # a scan's last batch often brings nothing
             return 0
         renamed = 0
-        async with self._contents.changes() as stored, self._db.transaction() as db:
+        async with (
+            self._contents.changes() as stored,
+            self._descriptions.changes(),
+            self._db.transaction() as db,
+        ):
             stored.added += await ContentIndex.store_packed(db, bodies)
             if changed:
                 await db.executemany(

@@ -182,6 +182,9 @@ class Database:
         self.reader = reader
         self.questions = QuestionReaders(questions)
         self._write_lock = asyncio.Lock()
+        self.store_builds = asyncio.Lock()
+        """Held while a top-k store beside the index is built or reconciled (topk.py): one at a
+        time, so the memory each takes is not added to the other's."""
         self.generation = 0
         """Bumped by every commit of this process's writer (and by a takeover): while it is
         unchanged, and this process is the only writer, what was read is still true."""

@@ -16,6 +16,12 @@ The content words are also kept in a tantivy store beside the index once the eng
 a few milliseconds where FTS5 scores every row that holds any of them, so a question's content
 search counts every term (`search_words`). FTS5 answers whenever the store cannot: tantivy not
 installed, the store still being built or reconciled, or a commit's contents not in it yet.
+
+What describes each file is kept in a second such store (`DescriptionIndex.keep_store`): FTS5
+scores every row holding any term, ten thousand rows for a question's rarer terms at 100,000
+files, and the store ranks the same rows' top k over every term in a millisecond or two. The
+writers here only say which files' rows they wrote (`changes`), and the store reads them back
+after the commit.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,7 +39,8 @@ import msgspec
 
 from filescout.core.records import IndexWords, SearchHit, TextStatistics
 from filescout.core.words import join_words, pack_words, path_words, unpack_words
-from filescout.index.database import Database, json_list
+from filescout.index.database import Database, content_stamp, json_list
+from filescout.index.described import DESCRIPTION_WEIGHTS, DescriptionWeights, described_stamp
 
 # The store's module (and tantivy) is imported once a server keeps the store: a one-shot command
 # never does.
@@ -43,8 +51,29 @@ log = logging.getLogger(__name__)
 
 _decode_list = msgspec.json.Decoder(list[str]).decode
 
-DescriptionWeights = tuple[float, float, float, float]
-"""BM25 column weights: path words, symbols, summary, tags."""
+_described: ContextVar[set[int] | None] = ContextVar("filescout_described", default=None)
+"""The file ids whose `files_fts` rows the write transaction under way rewrote or dropped, for
+the top-k store once it has committed (`DescriptionIndex.changes`): the writers are static and
+called from several rooms' transactions, so they note the ids here rather than return them."""
+
+
+def _note_described(file_ids: Iterable[int]) -> None:
+    touched = _described.get()
+    if touched is not None:
+        touched.update(file_ids)
+
+
+DESCRIBED_HITS_SQL = f"""
+    SELECT hit.key, f.path, f.kind, ac.rank FROM json_each(?) AS hit
+    JOIN files_fts AS d ON d.rowid = hit.value ->> 0
+    JOIN files AS f ON f.id = d.rowid
+    LEFT JOIN access AS ac ON ac.path = f.path
+    WHERE {described_stamp("d")} = hit.value ->> 1
+    ORDER BY hit.key
+"""
+"""The description store's hits, [file id, stamp] each in a JSON array, best first, checked
+against `files_fts` and turned into files in one statement (one snapshot): a file gone, or
+described otherwise since, gives no row."""
 
 
 KEPT_FREQUENCIES = 10_000
@@ -61,11 +90,64 @@ class _Frequencies:
     contents: dict[str, int] = field(default_factory=dict)
 
 
-class DescriptionIndex:
-    """`files_fts`: BM25 over what describes each file."""
+class _KeptStore:
+    """A full-text table's top-k store (topk.py), kept once a server asks for it: its searches
+    ask the store whenever it can answer."""
+
+    STORE: str
+    """The store's class in topk.py (imported only once a store is kept)."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._keeper: TopKKeeper | None = None
+
+    def keep_store(self, directory: Path) -> None:
+        """Keep the top-k store in `directory` from now on (opened in the background) and
+        search it whenever it can answer."""
+        from filescout.index import topk
+
+        if self._keeper is None:
+            self._keeper = topk.TopKKeeper(directory, self._db, getattr(topk, self.STORE))
+        self._keeper.start()
+
+    @property
+    def exact(self) -> bool:
+        """Whether the search now counts every term: the store can answer."""
+        return self._keeper is not None and self._keeper.usable() is not None
+
+    async def store_settled(self) -> bool:
+        """Wait until the store is open and has every change it was told of; whether it can
+        answer. For benchmarks and tests: a search never waits for the store."""
+        return self._keeper is not None and await self._keeper.settled()
+
+    async def close_store(self) -> None:
+        if self._keeper is not None:
+            await self._keeper.close()
+
+    def stop_store_threads(self) -> None:
+        if self._keeper is not None:
+            self._keeper.stop_threads()
+
+
+class DescriptionIndex(_KeptStore):
+    """`files_fts`: BM25 over what describes each file; and the top-k store of the same rows,
+    when kept."""
+
+    STORE = "DescriptionTopK"
+
+    @asynccontextmanager
+    async def changes(self) -> AsyncIterator[None]:
+        """Around a write transaction that may rewrite descriptions (entered before it, left
+        after its commit): the top-k store reads back the rows it touched, once it has
+        committed or failed."""
+        touched: set[int] = set()
+        token = _described.set(touched)
+        try:
+            yield
+        finally:
+            _described.reset(token)
+            if self._keeper is not None and touched:
+                self._keeper.reread(touched)
 
     @staticmethod
     async def refresh(db: aiosqlite.Connection, paths: Iterable[str]) -> None:
@@ -115,6 +197,7 @@ class DescriptionIndex:
         """(file id, path, symbols' words, tags' words, summary), in row-id order."""
         if not rows:
             return
+        _note_described(row[0] for row in rows)
         await db.executemany("DELETE FROM files_fts WHERE rowid = ?", [(row[0],) for row in rows])
         await db.executemany(
             "INSERT INTO files_fts(rowid, path, symbols, tags, summary) VALUES (?, ?, ?, ?, ?)",
@@ -128,10 +211,13 @@ class DescriptionIndex:
     async def forget(db: aiosqlite.Connection, gone: str) -> None:
         """Inside a transaction, before the files' rows go: drop the rows of the paths in the
         JSON array `gone`."""
+        rows = await db.execute_fetchall(
+            "SELECT id FROM files WHERE path IN (SELECT value FROM json_each(?))", (gone,)
+        )
+        file_ids = [int(row[0]) for row in rows]
+        _note_described(file_ids)
         await db.execute(
-            "DELETE FROM files_fts WHERE rowid IN (SELECT id FROM files WHERE path IN "
-            "(SELECT value FROM json_each(?)))",
-            (gone,),
+            "DELETE FROM files_fts WHERE rowid IN (SELECT value FROM json_each(?))", (json_list(file_ids),)
         )
 
     async def search(self, match: str, *, limit: int, weights: DescriptionWeights) -> list[SearchHit]:
@@ -148,6 +234,36 @@ class DescriptionIndex:
             (match, limit),
         )
         return [SearchHit(path, -score, kind, rank) for path, score, kind, rank in rows]
+
+    async def search_terms(
+        self, terms: Sequence[str], *, limit: int, weights: DescriptionWeights, fallback: str | None
+    ) -> list[SearchHit]:
+        """The best `limit` files for `terms`: from the top-k store, every term counted, when it
+        can answer now (and ranks with `weights`); else FTS5's for the expression `fallback`
+        (the terms a scan of FTS5 can afford), or none without one. A store tantivy fails to
+        read is closed and opened again later; SQLite's errors are raised."""
+        keeper = self._keeper if weights == DESCRIPTION_WEIGHTS else None
+        store = keeper.usable() if keeper is not None else None
+        if store is not None:
+            from filescout.index.topk import TopKFailed
+
+            try:
+                return await store.ranked(terms, limit=limit, keep=self._files_of)
+            except TopKFailed as exc:
+                log.warning("the description search's top-k store failed (%s): FTS5 answers", exc)
+                assert keeper is not None
+                keeper.failed()
+        return await self.search(fallback, limit=limit, weights=weights) if fallback else []
+
+    async def _files_of(self, hits: list[tuple[int, int, float]]) -> list[SearchHit]:
+        """The file of each hit whose description `files_fts` still has as it was, in the hits'
+        order; nothing for the others."""
+        if not hits:
+            return []
+        rows = await self._db.questions.fetchall(
+            DESCRIBED_HITS_SQL, (json_list((file_id, made_from) for file_id, made_from, _ in hits),)
+        )
+        return [SearchHit(path, hits[key][2], kind, rank) for key, path, kind, rank in rows]
 
     async def statistics(self, phrases: Sequence[str]) -> TextStatistics:
         """The rows, their average length and how many hold each phrase (`"url_for"`, as the
@@ -212,43 +328,15 @@ CONTENT_HITS_SQL = """
 whose id another content now has, gives no row; one no file shows, a row without a path."""
 
 
-class ContentIndex:
+class ContentIndex(_KeptStore):
     """`contents` and `body_fts`: BM25 over content words, once per content hash; and the
     top-k store of the same words, when kept."""
 
+    STORE = "ContentTopK"
+
     def __init__(self, db: Database) -> None:
-        self._db = db
+        super().__init__(db)
         self._counted = _Frequencies(generation=-1)
-        self._keeper: TopKKeeper | None = None
-
-    # -- the top-k store ---------------------------------------------------------------------
-
-    def keep_store(self, directory: Path) -> None:
-        """Keep the top-k store in `directory` from now on (opened in the background) and
-        search it whenever it can answer."""
-        from filescout.index.topk import TopKKeeper
-
-        if self._keeper is None:
-            self._keeper = TopKKeeper(directory, self._db)
-        self._keeper.start()
-
-    @property
-    def exact(self) -> bool:
-        """Whether the content search now counts every term: the store can answer."""
-        return self._keeper is not None and self._keeper.usable() is not None
-
-    async def store_settled(self) -> bool:
-        """Wait until the store is open and has every change it was told of; whether it can
-        answer. For benchmarks and tests: a search never waits for the store."""
-        return self._keeper is not None and await self._keeper.settled()
-
-    async def close_store(self) -> None:
-        if self._keeper is not None:
-            await self._keeper.close()
-
-    def stop_store_threads(self) -> None:
-        if self._keeper is not None:
-            self._keeper.stop_threads()
 
     @asynccontextmanager
     async def changes(self) -> AsyncIterator[ContentChanges]:
@@ -261,10 +349,13 @@ class ContentIndex:
             yield changes
         except BaseException:
             if self._keeper is not None and (changes.added or changes.removed):
-                self._keeper.unsure([row[0] for row in changes.added] + changes.removed)
+                self._keeper.reread([row[0] for row in changes.added] + changes.removed)
             raise
         if self._keeper is not None and (changes.added or changes.removed):
-            self._keeper.changed(changes.added, changes.removed)
+            self._keeper.changed(
+                [(row_id, content_stamp(digest), (words,)) for row_id, digest, words in changes.added],
+                changes.removed,
+            )
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -343,7 +434,18 @@ class ContentIndex:
         files apart before they cost a scan of most of the index. Counting a common term's
         contents walks its whole list (milliseconds at 100K files, before every search of a
         question), so the writing process keeps the counts until its next commit: questions
-        share most of their words."""
+        share most of their words. While the top-k store can answer, its own counts answer at once
+        (they count a content deleted since the store last merged its segments: a few, for a
+        choice of which terms to search)."""
+        store = self._keeper.usable() if self._keeper is not None else None
+        if store is not None:
+            from filescout.index.topk import ContentTopK
+
+            assert isinstance(store, ContentTopK)
+            try:
+                return store.frequencies(terms)
+            except (ValueError, OSError, RuntimeError):  # what tantivy raises for its files
+                log.debug("the top-k store could not count terms; FTS5 counts them", exc_info=True)
         generation = self._db.generation
         counted = self._counted
         if counted.generation != generation or len(counted.contents) > KEPT_FREQUENCIES:
@@ -373,7 +475,7 @@ class ContentIndex:
         """The contents, their average length in words and how many hold each term."""
         async with self._db.questions.connection() as reader:
             rows, tokens = await _averages(reader, "body_fts")
-        _, holding = await self.frequencies(terms)
+        _, holding = await self._count(terms)  # FTS5's own counts: its BM25 is recomputed from them
         return TextStatistics(rows, tokens / rows if rows else 0.0, holding)
 
     async def search(self, match: str, *, limit: int) -> list[SearchHit]:

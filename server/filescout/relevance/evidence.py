@@ -19,6 +19,7 @@ from typing import Any
 from filescout.core.records import DefinitionHit, FileEntry, SearchHit
 from filescout.core.words import words
 from filescout.index import Index
+from filescout.index.described import DESCRIPTION_WEIGHTS
 from filescout.relevance import definitions as defined_here
 from filescout.relevance import graph
 from filescout.relevance.filters import PathFilter
@@ -29,7 +30,7 @@ from filescout.relevance.signals import Signals
 from filescout.relevance.weights import DEFAULT, Weights
 from filescout.scan.classify import SOURCE_LANGUAGES
 
-STRUCTURE_WEIGHTS = (6.0, 3.0, 1.0, 2.0)  # path words, symbols, summary, tags
+STRUCTURE_WEIGHTS = DESCRIPTION_WEIGHTS  # path words, symbols, summary, tags
 POOL = 200
 SCOPED_POOL = 4000
 NAMED_POOL = 50
@@ -42,6 +43,14 @@ CO_LEADERS = 3
 COMMON_SHARE = 0.1
 COMMON_FLOOR = 2000
 MIN_TERMS = 2
+FTS5_AFFORDS = 10_000
+"""Rows FTS5 scores in about ten milliseconds (a microsecond each, bm25 included), counted as
+the contents holding each term: beyond it, a search asks its top-k store, with every term, when
+the store can answer. Below it FTS5 answers, exactly: the store's BM25 differs from FTS5's in
+document lengths (and, for descriptions, in its stemmer), which moves near-ties, and at 4,000
+it answered the long reports of the issue-style dev set's largest repository and moved five of
+their rankings (R@5 0.737 to 0.732); at 10,000 it answers none of them, and every question of
+the 100,000-file benchmark tree but one."""
 
 
 async def _nothing() -> list[SearchHit]:
@@ -105,15 +114,36 @@ class TextMatches:
         self.defined_lifts = defined_here.lifts(self.defined, text)
 
 
-def _search_contents(
-    index: Index, terms: list[str], telling: list[str], limit: int
+def _fts5_affords(terms: list[str], telling: list[str], frequency: dict[str, int]) -> bool:
+    """Whether FTS5 can score every row holding any term in a few milliseconds: no term is too
+    common to keep, and all of them together hold few enough rows."""
+    return telling == terms and sum(frequency.get(term, 0) for term in terms) <= FTS5_AFFORDS
+
+
+def _search_descriptions(
+    index: Index, terms: list[str], telling: list[str], affordable: bool, limit: int
 ) -> Coroutine[Any, Any, list[SearchHit]]:
-    """When some terms are too common for FTS5 to afford (it scores every row that holds any
-    of them), the index's top-k store ranks with every term in milliseconds, and FTS5 with the
-    telling terms only when the store cannot answer. When none is, FTS5 ranks with every term,
-    exactly and cheaply."""
+    """FTS5 with every term while it can afford to score every row holding one; beyond that
+    the top-k store with every term, and FTS5 with the telling terms only when the store cannot
+    answer."""
+    fallback = expression(telling)
+    if affordable:
+        return (
+            index.descriptions.search(fallback, limit=limit, weights=STRUCTURE_WEIGHTS)
+            if fallback
+            else _nothing()
+        )
+    return index.descriptions.search_terms(terms, limit=limit, weights=STRUCTURE_WEIGHTS, fallback=fallback)
+
+
+def _search_contents(
+    index: Index, terms: list[str], telling: list[str], affordable: bool, limit: int
+) -> Coroutine[Any, Any, list[SearchHit]]:
+    """When FTS5 cannot afford the terms (it scores every row that holds any of them), the
+    index's top-k store ranks with every term in milliseconds, and FTS5 with the telling terms
+    only when the store cannot answer. When it can, FTS5 ranks with every term, exactly."""
     fallback = expression(telling, single_tokens=True)
-    if telling != terms:
+    if not affordable:
         return index.contents.search_words(terms, limit=limit, fallback=fallback)
     return index.contents.search(fallback, limit=limit) if fallback else _nothing()
 
@@ -123,29 +153,29 @@ async def search_both(
 ) -> TextMatches:
     """Both full-text searches for `terms`, side by side (two connections), after dropping
     terms too common to tell files apart; with `definitions`, that many best definitions too,
-    fused in. When some terms are too common for FTS5 to afford (it scores every row holding
-    any term), the content search asks the index's top-k store, which counts every term in
-    milliseconds, and FTS5 with the telling terms only when the store cannot answer; when none
-    is, FTS5 answers with every term, exactly and cheaply."""
+    fused in. When FTS5 cannot afford the terms (it scores every row holding any term: some
+    term is too common, or together they hold too many rows), each search asks its top-k store,
+    which counts every term in milliseconds, and FTS5 with the telling terms only when the store
+    cannot answer; when it can, FTS5 answers with every term, exactly."""
     matches = TextMatches(weights=weights)
     if not terms:
         return matches
     total, frequency = await index.contents.frequencies(terms)
     telling = telling_terms(terms, frequency, total)
-    described_expression = expression(telling)
-    matches.described_asked = [f'"{term}"' for term in telling]
+    affordable = _fts5_affords(terms, telling, frequency)
+    matches.described_asked = [
+        f'"{term}"' for term in (telling if affordable or not index.descriptions.exact else terms)
+    ]
     matches.content_asked = (
         [term for term in telling if "_" not in term]
-        if telling == terms
+        if affordable or not index.contents.exact
         else list(dict.fromkeys(word for term in terms for word in term.replace("_", " ").split()))
     )
     defining = defined_here.specific_terms(telling, frequency, total)
     defining_expression = expression(defining, single_tokens=True) if definitions else None
     described, contents, defined = await asyncio.gather(
-        index.descriptions.search(described_expression, limit=limit, weights=STRUCTURE_WEIGHTS)
-        if described_expression
-        else _nothing(),
-        _search_contents(index, terms, telling, limit),
+        _search_descriptions(index, terms, telling, affordable, limit),
+        _search_contents(index, terms, telling, affordable, limit),
         index.definitions.search(defining_expression, limit=definitions, weights=defined_here.WEIGHTS)
         if defining_expression and definitions
         else _no_definitions(),
