@@ -7,6 +7,7 @@ it with every term."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -145,6 +146,35 @@ async def test_an_annotation_is_searched_once_the_store_has_it_and_fts5_answers_
     assert await index.descriptions.store_settled()
     assert await from_store(index, ["telemetry"]) == ["app/render.py"]
     assert "app/render.py" not in await from_store(index, ["template"])  # its old description went
+
+
+async def test_a_flood_of_descriptions_puts_the_store_behind_until_the_index_is_quiet(
+    index: Index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More rows to read back than PENDING_ROWS (a model describing many files at once): they
+    are dropped, FTS5 answers, reading processes are told (BUILT goes), and a reconciliation
+    once the index is quiet brings the store up to date."""
+    monkeypatch.setattr(topk, "QUIET", 0.3)
+    monkeypatch.setattr(topk, "PENDING_ROWS", 2)
+    await describe(
+        index,
+        {
+            path: (f"Part of the deluge, {path}.", ["deluge"], [])
+            for path in ("app/checks.py", "app/download.py", "app/render.py")
+        },
+        FILES,
+    )
+    assert not index.descriptions.exact
+    await asyncio.sleep(0.1)
+    assert not (directory_for(index.path, DescriptionTopK) / BUILT).exists()
+    assert await index.descriptions.store_settled()
+    assert (directory_for(index.path, DescriptionTopK) / BUILT).exists()
+    assert sorted(await from_store(index, ["deluge"])) == [
+        "app/checks.py",
+        "app/download.py",
+        "app/render.py",
+    ]
+    assert await from_store(index, ["deluge", "checksum"]) == await fts5(index, ["deluge", "checksum"])
 
 
 async def test_a_search_with_other_weights_is_fts5s(index: Index, monkeypatch: pytest.MonkeyPatch) -> None:
