@@ -487,7 +487,7 @@ async def _acquire(
 ) -> tuple[Path, LoadedSettings, Roles]:
     """The workspace's root (checked), its settings, and its index in the role this process can
     take: the writer's if the lock is free (or is `writer_lock`), else a reader's; with the
-    content search's top-k store kept only when `persistent`."""
+    top-k stores (content words, descriptions) kept only when `persistent`."""
     if "\0" in str(root):
         raise WorkspaceUnavailable(f"workspace root {str(root)!r} contains a NUL character")
     root = root.expanduser().resolve()
