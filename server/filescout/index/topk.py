@@ -164,10 +164,24 @@ def fts5_idf_boost(documents: int, holding: int) -> float:
     agree on rare terms; a term in half the documents or more tells next to nothing in FTS5 and
     still weighs ln 2 in tantivy, so in a long question (a bug report) the common words would
     outweigh the telling ones."""
-    odds = (documents - holding + 0.5) / (holding + 0.5)
-    if holding <= 0 or odds <= 0:
+    if holding <= 0 or _odds(documents, holding) <= 0:
         return 1.0
-    return max(math.log(odds), 1e-6) / math.log1p(odds)
+    return fts5_idf(documents, holding) / tantivy_idf(documents, holding)
+
+
+def _odds(documents: int, holding: int) -> float:
+    return (documents - holding + 0.5) / (holding + 0.5)
+
+
+def fts5_idf(documents: int, holding: int) -> float:
+    """FTS5's IDF, at least 1e-6 (also for a count past the documents: tantivy's counts hold
+    deleted documents until their segments merge)."""
+    odds = _odds(documents, holding)
+    return max(math.log(odds), 1e-6) if holding > 0 and odds > 0 else 1e-6
+
+
+def tantivy_idf(documents: int, holding: int) -> float:
+    return math.log1p(_odds(documents, holding))
 
 
 def weighed_query(searcher: Any, schema: Any, terms: Sequence[str]) -> Any:
@@ -186,14 +200,6 @@ def weighed_query(searcher: Any, schema: Any, terms: Sequence[str]) -> Any:
             for term in terms
         ]
     )
-
-
-def fts5_idf(documents: int, holding: int) -> float:
-    return max(math.log((documents - holding + 0.5) / (holding + 0.5)), 1e-6) if holding > 0 else 1e-6
-
-
-def tantivy_idf(documents: int, holding: int) -> float:
-    return math.log1p((documents - holding + 0.5) / (holding + 0.5))
 
 
 @dataclass(frozen=True)
