@@ -21,6 +21,20 @@ def command(face: str = "serve", *arguments: str) -> list[str]:
     return [sys.executable, "-m", "filescout", face, *arguments]
 
 
+MODULES_PROBE = (
+    "import atexit, os, runpy, sys\n"
+    "atexit.register(lambda: open(os.environ['FILESCOUT_TEST_MODULES'], 'w').write('\\n'.join(sys.modules)))\n"
+    "sys.argv = ['filescout', *sys.argv[1:]]\n"
+    "runpy.run_module('filescout', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def probed(*arguments: str) -> list[str]:
+    """`command`, which on the way out writes the names of the modules the process imported to
+    the file named by FILESCOUT_TEST_MODULES."""
+    return [sys.executable, "-c", MODULES_PROBE, *arguments]
+
+
 def server_env(
     cache: Path,
     extra: Mapping[str, str] | None = None,

@@ -12,6 +12,8 @@ from typing import Annotated, Final, Literal, Union
 import msgspec
 from msgspec import Meta, Struct
 
+from filescout_protocol.names import OVERVIEW_TOKENS, Method
+
 PROTOCOL_VERSION: Final = 1
 
 MAX_TIME_MS: Final = (2**63 - 1) // 1_000_000
@@ -62,16 +64,6 @@ Glob = Annotated[
 ]
 Globs = Annotated[list[Glob], Meta(max_length=MAX_GLOBS)]
 Patterns = Annotated[list[Glob], Meta(max_length=MAX_PATTERNS)]
-
-
-class Method:
-    """JSON-RPC method names filescout adds to LSP."""
-
-    GET_FILES: Final = "files/getFiles"
-    FIND_RELEVANT: Final = "files/findRelevant"
-    DID_ACCESS: Final = "files/didAccess"
-    STATUS: Final = "filescout/status"
-    GET_OVERVIEW: Final = "files/getOverview"
 
 
 class Command:
@@ -519,9 +511,6 @@ class FindRelevantResult(_Payload):
         ),
     ] = msgspec.UNSET
 
-
-OVERVIEW_TOKENS: Final = 2000
-"""The overview's default budget: enough for the top of a large tree and most of a small one."""
 
 OverviewEntryType = Literal["directory", "file"]
 

@@ -5,42 +5,37 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import ctypes
 import gc
-import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, get_args
-
-import msgspec
+from typing import TYPE_CHECKING, Any, TextIO
 
 from filescout import __version__
-from filescout import log as logsetup
 from filescout.core.errors import FilescoutError
-from filescout_protocol.types import (
-    OVERVIEW_TOKENS,
-    FileKind,
-    FindRelevantParams,
-    GetFilesParams,
-    GetOverviewParams,
-    RelevanceOptions,
-    Scope,
-    SharedCacheStatus,
-)
+from filescout_protocol.names import FILE_KINDS, OVERVIEW_TOKENS, Method
 
 if TYPE_CHECKING:
     from filescout.engine import Workspace
     from filescout.engine.progress import ProgressReporter
     from filescout.engine.workspace import CurrentIndex
+    from filescout_protocol.types import SharedCacheStatus
 
     Answering = Workspace | CurrentIndex
     """What answers a query: the whole engine, or the index as it is."""
 
+Wire = dict[str, Any]
+"""A request's params or an answer as JSON-RPC carries them (camelCase)."""
+
 M_ARENA_MAX = -8  # glibc's mallopt parameter number
+QUERIES = ("find", "files", "overview")
+"""The commands a server's door may answer (door/)."""
+LOG_LEVELS = ("debug", "error", "info", "warning")
+"""`log.LEVELS`' names (a unit test holds the two together): `log.py` loads `logging`, which a
+command answered through the door never needs."""
 BACKGROUND_COMMAND = "background-index"
 """`engine/handoff.py` starts it (named there too: this module loads none of the engine)."""
 
@@ -81,6 +76,8 @@ class TerminalProgress:
 
 
 def _print_json(value: object) -> None:
+    import msgspec
+
     sys.stdout.buffer.write(msgspec.json.encode(value) + b"\n")
 
 
@@ -129,6 +126,8 @@ async def _from_current_index(
             try:
                 return await action(index)
             except NeedsEngine as exc:  # e.g. a damaged index, which the engine mends
+                import logging  # here: a command answered through the door never logs
+
                 logging.getLogger(__name__).info("answering through the engine: %s", exc)
                 stale = None
         if collect is not None:
@@ -203,66 +202,150 @@ def _print_skipped_names(count: int) -> None:
         print(f"  {count} files left out: their names are not valid UTF-8 (the warning above names them)")
 
 
-def _files(args: argparse.Namespace) -> Callable[[Answering], Awaitable[int]]:
-    async def run(engine: Answering) -> int:
-        params = GetFilesParams(globs=args.glob, paths=args.prefix, kinds=args.kind, languages=args.language)
-        async for batch in engine.stream_files(params):
-            for item in batch:
-                if args.json:
-                    _print_json(item)
-                else:
-                    print(f"{item.path}\t{item.summary}")
+class Query:
+    """A query (find, files, overview) as the protocol asks it, and how its answer is printed.
+    The same params and printing serve both ways it is answered: by the process that keeps the
+    workspace's door (door/), or by this process from the index."""
+
+    def __init__(self, method: str, params: Wire, as_json: bool) -> None:
+        self.method = method
+        self.params = params
+        self.as_json = as_json
+        self.printed = False
+        self._shown_stage: str | None = None
+        self._streamed: list[Wire] = []
+
+    @property
+    def streams(self) -> bool:
+        """Whether the answer comes in batches (files, each stage's ranking) before the result."""
+        return self.method != Method.GET_OVERVIEW
+
+    def partial(self, items: list[Wire]) -> None:
+        """One streamed batch: files, or a stage's ranking."""
+        self.printed = True
+        if self.method == Method.GET_FILES:
+            for item in items:
+                print(_json_line(item) if self.as_json else f"{item['path']}\t{item['summary']}")
+            return
+        self._streamed = items
+        if self.as_json:
+            return
+        if items and items[0]["stage"] != self._shown_stage:
+            self._shown_stage = items[0]["stage"]
+            print(f"-- {self._shown_stage}")
+        _print_items(items)
+
+    def result(self, result: Any) -> int:
+        """The final response; findRelevant's leaves out the items of the last ranking streamed."""
+        self.printed = True
+        if self.method == Method.GET_OVERVIEW:
+            print(_json_line(result) if self.as_json else result["prompt"])
+        elif self.method == Method.FIND_RELEVANT:
+            result = {**result, "items": result["items"] or self._streamed}
+            if self.as_json:
+                print(_json_line(result))
+            else:
+                final = result["stages"][-1]
+                if final != self._shown_stage or result["degraded"]:
+                    print(f"-- answer ({final})")
+                    _print_items(result["items"])
+                if result.get("message"):
+                    print(result["message"], file=sys.stderr)
         return 0
 
-    return run
+    async def answer(self, engine: Answering) -> int:
+        """Answered by this process, streamed as the door streams it."""
+        from msgspec import to_builtins
 
+        from filescout.rpc.params import decode_params
+        from filescout_protocol.types import FindRelevantParams, GetFilesParams, GetOverviewParams
 
-def _find(args: argparse.Namespace, query: str) -> Callable[[Answering], Awaitable[int]]:
-    async def run(engine: Answering) -> int:
-        scope = Scope(globs=args.glob, paths=args.prefix) if args.glob or args.prefix else None
-        options = RelevanceOptions(use_model=False) if args.no_model else None
-        params = FindRelevantParams(query=query, limit=args.limit, scope=scope, options=options)
-        shown_stage = None
-        async for update in engine.find_relevant_stream(params):
-            if args.json:
-                if update.done:
-                    _print_json(update.result())
-                continue
+        if self.method == Method.GET_FILES:
+            files = decode_params(self.params, GetFilesParams, self.method)
+            async for batch in engine.stream_files(files):
+                self.partial(to_builtins(batch))
+            return self.result([])
+        if self.method == Method.GET_OVERVIEW:
+            overview = decode_params(self.params, GetOverviewParams, self.method)
+            return self.result(to_builtins(await engine.overview(overview)))
+        find = decode_params(self.params, FindRelevantParams, self.method)
+        streamed: list[str] = []
+        async for update in engine.find_relevant_stream(find):
             if update.done:
-                if update.stages[-1] != shown_stage or update.degraded:
-                    print(f"-- answer ({update.stages[-1]})")
-                    _print_items(update.items)
-                if update.message:
-                    print(update.message, file=sys.stderr)
-                break
-            if update.stage != shown_stage:
-                print(f"-- {update.stage}")
-                shown_stage = update.stage
-            _print_items(update.items)
-        return 0
-
-    return run
+                paths = [item.path for item in update.items]
+                return self.result(to_builtins(update.result([] if paths == streamed else None)))
+            if update.items:
+                self.partial(to_builtins(update.items))
+                streamed = [item.path for item in update.items]
+        raise AssertionError("the relevance stages ended without an answer")
 
 
-def _overview(args: argparse.Namespace) -> Callable[[Answering], Awaitable[int]]:
-    async def run(engine: Answering) -> int:
-        params = GetOverviewParams(tokens=args.tokens, query=args.query, globs=args.glob, paths=args.prefix)
-        overview = await engine.overview(params)
-        if args.json:
-            _print_json(overview)
-        else:
-            print(overview.prompt)
-        return 0
+def _json_line(value: Any) -> str:
+    import json
 
-    return run
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _print_items(items: list) -> None:
+def _through_door(path: str, query: Query, verbose: bool) -> int | None:
+    """The query answered by the process that keeps the workspace's door (an editor's server,
+    an MCP server), which takes in what changed on disk first; None when there is no door, or
+    when the process behind it went away before it answered anything."""
+    from filescout.door.address import open_door
+
+    where = open_door(Path(path).expanduser().resolve(), os.environ)
+    if where is None:
+        return None
+    from filescout.door.client import Door, DoorClosed, DoorError
+
+    door = Door.knock(where)
+    if door is None:
+        return None
+    with door:
+        try:
+            for final, value in door.ask(query.method, query.params, stream=query.streams):
+                if final:
+                    if verbose:
+                        print("filescout: answered by the process that keeps this index", file=sys.stderr)
+                    return query.result(value)
+                query.partial(value)
+        except DoorError as exc:
+            print(f"filescout: {exc}", file=sys.stderr)
+            return 1
+        except DoorClosed as exc:
+            if not query.printed:
+                return None
+            print(f"filescout: the filescout process answering this went away: {exc}", file=sys.stderr)
+            return 1
+    raise AssertionError("the door's answer ended without a result")
+
+
+def _files_query(args: argparse.Namespace) -> Query:
+    params: Wire = {"globs": args.glob, "paths": args.prefix, "kinds": args.kind, "languages": args.language}
+    return Query(Method.GET_FILES, params, args.json)
+
+
+def _find_query(args: argparse.Namespace, query: str) -> Query:
+    params: Wire = {"query": query, "limit": args.limit}
+    if args.glob or args.prefix:
+        params["scope"] = {"globs": args.glob, "paths": args.prefix}
+    if args.no_model:
+        params["options"] = {"useModel": False}
+    return Query(Method.FIND_RELEVANT, params, args.json)
+
+
+def _overview_query(args: argparse.Namespace) -> Query:
+    params: Wire = {"tokens": args.tokens, "globs": args.glob, "paths": args.prefix}
+    if args.query is not None:
+        params["query"] = args.query
+    return Query(Method.GET_OVERVIEW, params, args.json)
+
+
+def _print_items(items: list[Wire]) -> None:
     for rank, item in enumerate(items, 1):
-        print(f"{rank:3d}. {item.path}  [{item.stage} {item.score:.2f}]")
-        print(f"     {item.reason}")
-        if item.summary:
-            print(f"     {item.summary}")
+        print(f"{rank:3d}. {item['path']}  [{item['stage']} {item['score']:.2f}]")
+        print(f"     {item['reason']}")
+        if item["summary"]:
+            print(f"     {item['summary']}")
 
 
 async def _status(engine: Workspace, as_json: bool) -> int:
@@ -359,7 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-level",
         default=os.environ.get("FILESCOUT_LOG_LEVEL", "warning"),
-        choices=sorted(logsetup.LEVELS),
+        choices=LOG_LEVELS,
         help="what the log on stderr shows (default: $FILESCOUT_LOG_LEVEL, else warning; info for serve)",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -447,9 +530,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--kind",
         action="append",
         default=[],
-        choices=get_args(FileKind),
+        choices=FILE_KINDS,
         metavar="KIND",
-        help="only files of this kind; repeat for several (" + ", ".join(get_args(FileKind)) + ")",
+        help="only files of this kind; repeat for several (" + ", ".join(FILE_KINDS) + ")",
     )
     files.add_argument(
         "--language",
@@ -616,12 +699,20 @@ def _frozen_at_exit() -> None:
     atexit.register(gc.freeze)
 
 
+def _log_to_stderr(level: str) -> None:
+    from filescout import log as logsetup
+
+    logsetup.configure(level)
+
+
 def limit_malloc_arenas(env: Mapping[str, str] = os.environ) -> None:
     """glibc gives every thread that allocates its own malloc arena. The database connections'
     threads and the annotation workers each hold on to one, tens of MB of mostly idle memory in a
     long-running sidecar; two arenas serve this process as fast (measured in bench/)."""
     if not sys.platform.startswith("linux") or "MALLOC_ARENA_MAX" in env:
         return
+    import ctypes  # here, not above: a command answered through the door starts no thread
+
     try:
         libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(M_ARENA_MAX, 2)
@@ -631,26 +722,28 @@ def limit_malloc_arenas(env: Mapping[str, str] = os.environ) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    limit_malloc_arenas()  # before any thread starts
+    if args.command not in QUERIES:
+        limit_malloc_arenas()  # before any thread starts (a query: once no door answered it)
     if args.command == "serve":
         from filescout.lsp.app import serve
 
         return serve(args.tcp, "info" if args.log_level == "warning" else args.log_level)
     if args.command == "mcp":
         return _serve_mcp(args.path, args.log_level)
-    logsetup.configure(args.log_level)
     if args.command == BACKGROUND_COMMAND:
+        _log_to_stderr(args.log_level)
         return _background_index(args)
     action: Callable[[Workspace], Awaitable[int]] | None = None
-    # A query: the index answers it as it is when nothing changed (`_from_current_index`).
-    answer: Callable[[Answering], Awaitable[int]] | None = None
+    # A query: asked through the workspace's door when a server keeps one, else answered from
+    # the index as it is when nothing changed (`_from_current_index`).
+    query: Query | None = None
     try:
         if args.command == "index":
             action, path, refresh = _index, args.path, True
         elif args.command == "files":
-            answer, path, refresh = _files(args), args.path, not args.no_refresh
+            query, path, refresh = _files_query(args), args.path, not args.no_refresh
         elif args.command == "find":
-            path, query = (
+            path, question = (
                 (args.words[0], " ".join(args.words[1:]))
                 if len(args.words) > 1 and Path(args.words[0]).is_dir()
                 else (".", " ".join(args.words))
@@ -658,12 +751,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not 1 <= args.limit <= 500:
                 print("filescout: --limit must be between 1 and 500", file=sys.stderr)
                 return 2
-            answer, refresh = _find(args, query), not args.no_refresh
+            query, refresh = _find_query(args, question), not args.no_refresh
         elif args.command == "overview":
             if not 200 <= args.tokens <= 200_000:
                 print("filescout: --tokens must be between 200 and 200000", file=sys.stderr)
                 return 2
-            answer, path, refresh = _overview(args), args.path, not args.no_refresh
+            query, path, refresh = _overview_query(args), args.path, not args.no_refresh
         elif args.command == "cache":
             action, path, refresh = _cache(args.action), args.path, False
         else:
@@ -675,12 +768,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             action = status
 
+        # A refresh is what the door's server does before it answers (--no-refresh: this
+        # process answers from the index as it is).
+        if query is not None and refresh:
+            answered = _through_door(path, query, verbose=args.log_level in ("info", "debug"))
+            if answered is not None:
+                return answered
+        if query is not None:
+            limit_malloc_arenas()
+        _log_to_stderr(args.log_level)
         import asyncio  # here, not above, for the same reason as the engine
 
-        if answer is not None:
+        if query is not None:
             _frozen_at_exit()
             with _uncollected() as collect:
-                return asyncio.run(_from_current_index(path, refresh, answer, collect))
+                return asyncio.run(_from_current_index(path, refresh, query.answer, collect))
         assert action is not None
         return asyncio.run(_with_workspace(path, refresh, action))
     except FilescoutError as exc:

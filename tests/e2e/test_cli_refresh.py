@@ -1,6 +1,6 @@
 """A query from the terminal brings the index up to date only as far as it must: an unchanged
 workspace is answered from the index as it is, a changed file is read again before the answer,
-and an index another filescout process keeps is answered from without a refresh."""
+and an index another filescout process keeps is asked through its door (test_door.py)."""
 
 from __future__ import annotations
 
@@ -88,33 +88,3 @@ def test_a_changed_file_is_seen_by_the_next_find(run, tmp_path: Path) -> None:
     (workspace / "src/shop/wombat.py").unlink()
     gone = found(run("find", str(workspace), "wombat ledger", "--json"))
     assert "src/shop/wombat.py" not in [item["path"] for item in gone]
-
-
-def test_with_a_writer_running_find_answers_from_its_index(run, env: dict[str, str], tmp_path: Path) -> None:
-    workspace = make_workspace(tmp_path / "ws", git=True)
-    run("index", str(workspace))
-    lock = Path(json.loads(run("status", str(workspace), "--json").stdout)["dbPath"] + ".lock")
-    log = tmp_path / "writer.log"
-    writer = launch.popen(launch.command("--log-level", "info", "mcp", str(workspace)), env, stderr=log)
-    try:
-        deadline = time.monotonic() + WRITER_READY_TIMEOUT
-        while not (lock.read_text().strip() == str(writer.pid) and "scan:" in log.read_text()):
-            assert writer.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "the writer did not index the workspace"
-            time.sleep(0.1)
-        # Written after the writer's pass: only a refresh of this process's own would find it.
-        (workspace / "src/shop/numbat.py").write_text("def numbat_tally():\n    return 'numbat tally'\n")
-
-        answered = run("find", str(workspace), "shopping cart totals", "--json")
-        unseen = run("find", str(workspace), "numbat tally", "--json")
-    finally:
-        assert writer.stdin is not None
-        writer.stdin.close()
-        writer.wait(timeout=60)
-
-    assert (
-        f"another filescout process (pid {writer.pid}) is indexing this workspace; answering from its index"
-        in answered.stderr
-    )
-    assert found(answered)[0]["path"] == "src/shop/cart.py"
-    assert "src/shop/numbat.py" not in [item["path"] for item in found(unseen)]

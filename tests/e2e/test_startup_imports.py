@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,15 +24,6 @@ NEVER_AT_STARTUP = (
     "filescout.mcp",
     "filescout.relevance.find",  # the relevance stages: at the first question
     "filescout.relevance.prefilter",
-)
-
-# Runs `python -m filescout ARGS...` and, on the way out, writes the names of the modules the
-# process imported to the file named by FILESCOUT_TEST_MODULES.
-PROBE = (
-    "import atexit, os, runpy, sys\n"
-    "atexit.register(lambda: open(os.environ['FILESCOUT_TEST_MODULES'], 'w').write('\\n'.join(sys.modules)))\n"
-    "sys.argv = ['filescout', *sys.argv[1:]]\n"
-    "runpy.run_module('filescout', run_name='__main__', alter_sys=True)\n"
 )
 
 
@@ -64,7 +54,7 @@ def read_message(stream: IO[bytes]) -> dict[str, Any] | None:
 def serve_until_ready(root: Path, env: dict[str, str]) -> None:
     """Start the server, let it verify the index against the tree, and shut it down."""
     process = subprocess.Popen(
-        [sys.executable, "-c", PROBE, "serve"],
+        launch.probed("serve"),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -101,7 +91,7 @@ def serve_until_ready(root: Path, env: dict[str, str]) -> None:
 def test_index_without_a_model_imports_no_model_client_sdk_or_relevance(tmp_path: Path) -> None:
     root = make_workspace(tmp_path / "ws", git=True)
     env = environment(tmp_path)
-    subprocess.run([sys.executable, "-c", PROBE, "index", str(root)], env=env, check=True, timeout=TIMEOUT)
+    subprocess.run(launch.probed("index", str(root)), env=env, check=True, timeout=TIMEOUT)
     modules = imported(tmp_path)
     assert "filescout.engine" in modules and "filescout.scan.tree" in modules  # the probe saw the run
     assert unexpected(modules) == []
@@ -143,7 +133,7 @@ def test_a_query_answered_from_a_current_index_redacts_without_the_secret_detect
         launch.command("index", str(root)), env=env, check=True, timeout=TIMEOUT, capture_output=True
     )
     found = subprocess.run(
-        [sys.executable, "-c", PROBE, "find", str(root), "open the vault", "--no-model"],
+        launch.probed("find", str(root), "open the vault", "--no-model"),
         env=env,
         check=True,
         timeout=TIMEOUT,

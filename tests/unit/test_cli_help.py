@@ -8,7 +8,8 @@ import argparse
 
 import pytest
 
-from filescout import __version__
+from filescout import __version__, cli
+from filescout import log as logsetup
 from filescout.cli import build_parser
 
 
@@ -88,3 +89,10 @@ def test_find_keeps_its_invocations(argv: list[str], words: list[str], limit: in
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert _help_output(capsys, ["--version"]).strip() == f"filescout {__version__}"
+
+
+def test_the_log_levels_offered_are_the_ones_logging_is_set_up_with() -> None:
+    """`cli.py` names them without loading `log.py` (and `logging`), for a command the door
+    answers."""
+    assert set(cli.LOG_LEVELS) == set(logsetup.LEVELS)
+    assert list(cli.LOG_LEVELS) == sorted(cli.LOG_LEVELS)  # as `--help` lists them

@@ -15,7 +15,20 @@ PACKAGE = Path(__file__).resolve().parents[2] / "server" / "filescout"
 
 LOOSE = {"__init__", "__main__", "cli", "log", "worker_process"}
 """Modules outside the rooms: the package, the commands and what starts a process."""
-ROOMS = ["core", "vcs", "scan", "llm", "annotate", "index", "relevance", "engine", "rpc", "lsp", "mcp"]
+ROOMS = [
+    "core",
+    "vcs",
+    "scan",
+    "llm",
+    "annotate",
+    "index",
+    "relevance",
+    "engine",
+    "rpc",
+    "door",
+    "lsp",
+    "mcp",
+]
 """Rooms in the order of the data's way; each may import the ones listed for it below."""
 MAY_IMPORT: dict[str, set[str]] = {
     "core": {"core"},
@@ -27,8 +40,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "relevance": {"core", "vcs", "scan", "llm", "index", "relevance"},
     "engine": {"core", "scan", "vcs", "llm", "annotate", "index", "relevance", "engine", "worker_process"},
     "rpc": {"core", "rpc"},
-    "lsp": {"core", "rpc", "engine", "lsp", "log"},
-    "mcp": {"core", "rpc", "engine", "mcp", "log", "llm"},
+    "door": {"core", "rpc", "engine", "door"},
+    "lsp": {"core", "rpc", "engine", "door", "lsp", "log"},
+    "mcp": {"core", "rpc", "engine", "door", "mcp", "log", "llm"},
 }
 FACES = {
     "filescout.cli",
@@ -41,7 +55,7 @@ FACES = {
     "filescout.engine.hooks",
     "filescout.engine.sharing",
 }
-"""Where records become the protocol's Structs (and the rooms lsp, mcp, rpc, which are faces)."""
+"""Where records become the protocol's Structs (and the rooms lsp, mcp, rpc, door, which are faces)."""
 WORKER_RUNS = ("filescout.worker_process", "filescout.annotate.jobs", "filescout.scan.tree")
 """What a worker process imports: its start, and the modules of the jobs it is sent (the
 annotation batches, the scan's reads)."""
@@ -139,7 +153,7 @@ def forbidden_protocol_imports() -> list[str]:
     for item in ALL_IMPORTS:
         if not item.target.startswith("filescout_protocol"):
             continue
-        if room_of(item.module) in {"lsp", "mcp", "rpc"} or item.module in FACES:
+        if room_of(item.module) in {"lsp", "mcp", "rpc", "door"} or item.module in FACES:
             continue
         messages = [name for name in item.names if not name.endswith("Settings")]
         if room_of(item.module) in {"engine", "llm", "annotate"} and item.names and not messages:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import get_args
 
 import msgspec
 import pytest
 
 from filescout.core.errors import InvalidParams
 from filescout.rpc.params import decode_params
+from filescout_protocol import names as wire_names
 from filescout_protocol import schema, types
 
 
@@ -17,6 +19,18 @@ def test_committed_schema_matches_structs() -> None:
     assert committed == schema.generate(), (
         "protocol/filescout.schema.json is stale: run `python -m filescout_protocol.schema`"
     )
+
+
+def test_the_names_a_client_needs_first_are_the_structs_own() -> None:
+    """names.py holds what a command needs before it loads the Structs (door/): the file kinds
+    must be FileKind's, and the package must not load the Structs until one is asked for."""
+    assert get_args(types.FileKind) == wire_names.FILE_KINDS
+    assert types.Method is wire_names.Method and types.OVERVIEW_TOKENS == wire_names.OVERVIEW_TOKENS
+    import filescout_protocol
+
+    assert filescout_protocol.FileItem is types.FileItem
+    with pytest.raises(AttributeError):
+        filescout_protocol.NoSuchThing  # noqa: B018 - the lookup is the test
 
 
 def test_every_method_and_command_is_in_the_schema() -> None:

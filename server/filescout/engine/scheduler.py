@@ -131,7 +131,9 @@ class Scheduler:
             if self._board.storage_fault(exc) is None:
                 raise
 
-    async def wait_annotated(self, paths: Sequence[str], *, timeout: float) -> dict[str, FileEntry]:
+    async def wait_annotated(
+        self, paths: Sequence[str], *, timeout: float, poll: float = 0.05
+    ) -> dict[str, FileEntry]:
         """Poll until `paths` show the current annotator's annotation, the model cannot
         deliver it, or `timeout` runs out; the entries as they are then."""
         deadline = time.monotonic() + timeout
@@ -146,7 +148,7 @@ class Scheduler:
                 or (model_stopped and all(entry.status != "pending" for entry in waiting))
             ):
                 return found
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(poll)
 
     async def _queue_neighbours(self, paths: Sequence[str]) -> None:
         files = self._index.files

@@ -369,6 +369,26 @@ class Workspace:
         paths = self._relative_paths(values)
         await self._guarded(lambda: self._indexer.refresh(paths), wait=False)
 
+    async def catch_up(self) -> None:
+        """Take in what changed on disk since the index last looked, before answering a process
+        that watches nothing (a command in a terminal, through the door): the few files that
+        changed read again and annotated (for `CAUGHT_UP_WAIT` at most), or else a pass's scan
+        stored. A pass under way is taking the changes in already: the question is answered
+        from what it has stored, as the editor's questions are."""
+        if self.role != "writer" or self.unwritable is not None or self._board.closed:
+            return
+        if _running(self._indexer.task) or _running(self._repair.task):
+            return
+        stale = await changed_on_disk(self._index, self.root, self.settings)
+        if stale == []:
+            return
+        if stale is None:
+            # Shielded: the scan is shared, and the pass goes on if the question is dropped.
+            await self._guarded(lambda: asyncio.shield(self.start_indexing("index", quiet=True)), wait=False)
+            return
+        await self._guarded(lambda: self._indexer.refresh(stale), wait=False)
+        await self._scheduler.wait_annotated(stale, timeout=CAUGHT_UP_WAIT, poll=0.01)
+
     async def annotate_now(self, values: Sequence[str], *, timeout: float) -> list[FileItem]:
         """Annotate these files before anything else and answer once they show the current
         annotator's annotation (or when `timeout` runs out, with what they show then)."""
@@ -612,13 +632,9 @@ class CurrentIndex:
     async def stale_files(self) -> list[str] | None:
         """What a pass would do now, when it is little: [] when it would leave the index as it
         is, the indexed files it would read again when they are all it would do, None when a
-        whole pass is needed (or it cannot be told).
-
-        The index is current when this process writes it, no model is set up to annotate, the
-        last pass was complete (same rules, nothing left to annotate, the history at HEAD), and
-        the files are those it stored, each with the size and modification time it had then.
-        Checked as a pass's scan checks (git's listing or the remembered walk, then a stat of
-        every file), without reading or storing anything."""
+        whole pass is needed (or it cannot be told). The index is current when this process
+        writes it, no model is set up to annotate, nothing is left to annotate, and nothing
+        changed on disk (`changed_on_disk`)."""
         roles = self._index_roles()
         model = self.settings.model
         if (
@@ -627,45 +643,13 @@ class CurrentIndex:
             or (model.model and not self.settings.privacy_mode)
         ):
             return None
-        started = time.perf_counter()
-        index = self._index
-        # git is asked for HEAD while the index is read and the tree listed.
-        head = asyncio.ensure_future(asyncio.to_thread(_head_commit, self.root))
-        known: Mapping[str, KnownFile] = {}
         try:
-            if await index.meta.get("last_scan") is None:
+            if await self._index.annotations.backlog(self.current_annotator, machine=True):
                 return None
-            if await index.annotations.backlog(self.current_annotator, machine=True):
-                return None
-            fingerprint = await index.meta.get(RULES_FINGERPRINT)
-            skipped = await index.meta.get(SKIPPED_NAMES)
-            known = await index.files.known()
-            walked = await index.directories.load()
-            history = await index.history.state()
-            stale = await asyncio.to_thread(
-                _stale_on_disk,
-                self.root,
-                self.settings,
-                index.path,
-                known,
-                walked,
-                fingerprint or "",
-                int(skipped or 0),
-            )
-            if not _at_head(history, await head):
-                stale = None
         except Exception as exc:  # the pass says what is wrong, and the repair mends the index
             log.debug("cannot tell whether the index is current: %s", exc)
             return None
-        finally:
-            await asyncio.gather(head, return_exceptions=True)  # git's answer, if unused, waited for
-        log.info(
-            "the index is %s (%d files looked at in %d ms)",
-            "current" if stale == [] else "not current",
-            len(known),
-            (time.perf_counter() - started) * 1000,
-        )
-        return stale
+        return await changed_on_disk(self._index, self.root, self.settings)
 
     async def engine(self, hooks: Hooks) -> Workspace:
         """The whole engine on this index, in the role taken (the lock stays held); this object
@@ -731,7 +715,56 @@ async def _first_or_engine(stream: AsyncIterator[T]) -> AsyncIterator[T]:
             raise NeedsEngine(str(exc)) from exc
 
 
+async def changed_on_disk(index: Index, root: Path, settings: Settings) -> list[str] | None:
+    """What a pass would find changed on disk now, when it is little: [] when it would leave the
+    index as it is, the indexed files it would read again when they are all it would do, None
+    when a whole pass is needed (or it cannot be told): the last pass was complete (same rules,
+    the history at HEAD), and the files are those it stored, each with the size and modification
+    time it had then. Checked as a pass's scan checks (git's listing or the remembered walk, then
+    a stat of every file), without reading or storing anything."""
+    started = time.perf_counter()
+    # git is asked for HEAD while the index is read and the tree listed.
+    head = asyncio.ensure_future(asyncio.to_thread(_head_commit, root))
+    known: Mapping[str, KnownFile] = {}
+    try:
+        if await index.meta.get("last_scan") is None:
+            return None
+        fingerprint = await index.meta.get(RULES_FINGERPRINT)
+        skipped = await index.meta.get(SKIPPED_NAMES)
+        known = await index.files.known()
+        walked = await index.directories.load()
+        history = await index.history.state()
+        stale = await asyncio.to_thread(
+            _stale_on_disk,
+            root,
+            settings,
+            index.path,
+            known,
+            walked,
+            fingerprint or "",
+            int(skipped or 0),
+        )
+        if not _at_head(history, await head):
+            stale = None
+    except Exception as exc:  # the pass says what is wrong, and the repair mends the index
+        log.debug("cannot tell whether the index is current: %s", exc)
+        return None
+    finally:
+        await asyncio.gather(head, return_exceptions=True)  # git's answer, if unused, waited for
+    log.info(
+        "the index is %s (%d files looked at in %d ms)",
+        "current" if stale == [] else "not current",
+        len(known),
+        (time.perf_counter() - started) * 1000,
+    )
+    return stale
+
+
 STALE_FILES_LIMIT = 64
+CAUGHT_UP_WAIT = 5.0
+"""The longest a question through the door waits for the files it had read again to be
+annotated (by the embedded annotator, milliseconds; a model may take longer: the answer then
+shows the annotation they had)."""
 """More changed files than this are left to a whole pass, which reads them in worker processes."""
 
 

@@ -34,6 +34,8 @@ def serve(tcp: str | None = None, log_level: str = "info") -> int:
             stdout = ClientStdout(sys.stdout.buffer, on_lost=stdin.end)
             server.start_io(stdin, stdout)
     finally:
-        if server.engine is not None:  # the client vanished without shutdown
+        if server.door is not None:  # the client vanished without shutdown
+            server.door.remove()
+        if server.engine is not None:
             server.engine.stop_threads()
     return server.exit_code

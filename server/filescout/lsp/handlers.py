@@ -15,6 +15,7 @@ from pygls.exceptions import JsonRpcException
 
 from filescout import log as logsetup
 from filescout.core.errors import InvalidParams, WorkspaceUnavailable
+from filescout.door.server import Door
 from filescout.engine import Hooks, Workspace
 from filescout.lsp.partial_results import stream_batches, stream_relevant
 from filescout.lsp.progress import ClientProgress, WorkDoneProgress
@@ -105,6 +106,7 @@ async def initialized(ls: FilescoutServer, params: types.InitializedParams) -> N
     logsetup.set_level(engine.settings.log_level)
     ls.show_warnings(engine.warnings)
     engine.start_indexing("index")
+    ls.door = await Door.open(engine, engine.env)
     watching = await ls.watch_files()
     ls.background(engine.start_reconciling(reconcile_interval(engine.settings.reconcile_interval, watching)))
 
@@ -126,6 +128,9 @@ async def did_change_configuration(ls: FilescoutServer, params: types.DidChangeC
 
 
 async def shutdown(ls: FilescoutServer, params: None) -> None:
+    if ls.door is not None:
+        await ls.door.close()
+        ls.door = None
     if ls.engine is not None:
         await ls.engine.close()
         ls.engine = None

@@ -18,6 +18,7 @@ from pygls.protocol import lsp_method
 
 from filescout import __version__
 from filescout import log as logsetup
+from filescout.door.server import Door
 from filescout.engine import Workspace
 from filescout.lsp.connection import CheckedProtocol, serve_stdio, serve_tcp
 from filescout.lsp.convert import converter_factory
@@ -68,6 +69,8 @@ class FilescoutServer(LanguageServer):
             "filescout", __version__, protocol_cls=FilescoutProtocol, converter_factory=converter_factory
         )
         self.engine: Workspace | None = None
+        self.door: Door | None = None
+        """Where terminal commands ask this server (door/), once the engine is open."""
         self.startup_error: str | None = None
         self.initialize_done = asyncio.Event()
         """Set once `initialize` has opened the workspace or said why not: a client that sends

@@ -32,6 +32,7 @@ from mcp.types import Tool as McpTool
 from filescout import __version__
 from filescout.core.errors import FilescoutError, InvalidParams, WorkspaceUnavailable
 from filescout.core.records import ScanTotals
+from filescout.door.server import Door
 from filescout.engine import Workspace
 from filescout.mcp.lines import checked_stdio
 from filescout.mcp.tools import TOOL_SPECS, Answer, ToolSpec
@@ -182,6 +183,7 @@ class McpFace:
 async def run(root: Path) -> int:
     engine = await Workspace.open(root)
     reconciling: asyncio.Task[None] | None = None
+    door: Door | None = None
     try:
         for warning in engine.warnings:
             log.warning("%s", warning)
@@ -192,6 +194,7 @@ async def run(root: Path) -> int:
             scanned = pass_scanned if never_scanned else None
         # A reader that takes over later rescans too: there is no editor to report changes.
         reconciling = asyncio.create_task(engine.start_reconciling(RECONCILE_SECONDS))
+        door = await Door.open(engine, engine.env)
         face = McpFace(engine, scanned)
         server: Server[Any] = Server(
             "filescout",
@@ -203,6 +206,8 @@ async def run(root: Path) -> int:
         async with checked_stdio() as (read, write):
             await server.run(read, write, server.create_initialization_options())
     finally:
+        if door is not None:
+            await door.close()
         if reconciling is not None:
             reconciling.cancel()
         # A client may start a server per call: work this one leaves is finished in the background.

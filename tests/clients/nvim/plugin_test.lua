@@ -150,6 +150,15 @@ local bad, bad_err = filescout.overview_sync({ tokens = 50 })
 check(bad == nil and vim.startswith(bad_err or "", "invalid params for files/getOverview: tokens"),
   "a bad budget is the server's error: " .. tostring(bad_err))
 
+-- A command in a terminal beside the editor asks the editor's server, through its door.
+local asked = vim.system({ python, "-m", "filescout", "--log-level", "info", "find", root,
+  "refund a stripe charge", "--json", "--limit", "1" }, { text = true }):wait(60000)
+check(asked.code == 0, "the terminal's find answers: " .. tostring(asked.stderr))
+check(asked.stderr:find("answered by the process that keeps this index", 1, true),
+  "the editor's server answered the terminal: " .. asked.stderr)
+local answer = vim.json.decode(asked.stdout)
+check(answer.items[1].path == "src/shop/payments/stripe_gateway.py", "the terminal's answer: " .. asked.stdout)
+
 client:stop()
 wait(function() return client:is_stopped() end, "the server to stop", 10000)
 wait(function() return filescout.client(root) == nil end, "the client to go", 10000)
