@@ -71,6 +71,11 @@ REPOSITORIES = (
         ("container network bridge", "image pull registry auth", "volume mounts", "daemon logging driver"),
         "daemon/logger/logger.go",
     ),
+    Repository(
+        "babel/babel",
+        ("typescript decorators parsing", "source map generation", "preset env targets", "class properties"),
+        "packages/babel-generator/src/index.ts",
+    ),
 )
 CASES = ("touched", "unchanged", "writer")
 WRITER_ANSWERED = ("answered by the process that keeps this index", "answering from its index")
@@ -298,7 +303,7 @@ def main() -> int:
         "--repo",
         action="append",
         choices=[repo.name for repo in REPOSITORIES],
-        help="only these repositories (default: all four)",
+        help="only these repositories (default: all five)",
     )
     parser.add_argument("--runs", type=int, default=15, help="runs of each case (default: 15)")
     parser.add_argument("--case", dest="cases", action="append", choices=CASES, help="only these cases")

@@ -734,17 +734,21 @@ async def changed_on_disk(index: Index, root: Path, settings: Settings) -> list[
         known = await index.files.known()
         walked = await index.directories.load()
         history = await index.history.state()
-        stale = await asyncio.to_thread(
-            _stale_on_disk,
-            root,
-            settings,
-            index.path,
-            known,
-            walked,
-            fingerprint or "",
-            int(skipped or 0),
+        # Listed (git runs beside) while every indexed file is looked at: two threads.
+        listed, stale = await asyncio.gather(
+            asyncio.to_thread(
+                _listed_as_indexed,
+                root,
+                settings,
+                index.path,
+                known,
+                walked,
+                fingerprint or "",
+                int(skipped or 0),
+            ),
+            asyncio.to_thread(_changed_files, root, known),
         )
-        if not _at_head(history, await head):
+        if not listed or not _at_head(history, await head):
             stale = None
     except Exception as exc:  # the pass says what is wrong, and the repair mends the index
         log.debug("cannot tell whether the index is current: %s", exc)
@@ -761,14 +765,14 @@ async def changed_on_disk(index: Index, root: Path, settings: Settings) -> list[
 
 
 STALE_FILES_LIMIT = 64
+"""More changed files than this are left to a whole pass, which reads them in worker processes."""
 CAUGHT_UP_WAIT = 5.0
 """The longest a question through the door waits for the files it had read again to be
 annotated (by the embedded annotator, milliseconds; a model may take longer: the answer then
 shows the annotation they had)."""
-"""More changed files than this are left to a whole pass, which reads them in worker processes."""
 
 
-def _stale_on_disk(
+def _listed_as_indexed(
     root: Path,
     settings: Settings,
     db_path: Path,
@@ -776,14 +780,12 @@ def _stale_on_disk(
     walked: Mapping[str, DirectoryListing],
     fingerprint: str,
     skipped: int,
-) -> list[str] | None:
-    """`CurrentIndex.stale_files` on the disk's side: a pass's own steps (engine/passes.py),
-    read-only. The same rules (their fingerprint), the same listing (git's, or a walk that lists
-    only the directories whose stamp changed); then the listed files whose size or modification
-    time is not the one stored."""
-    from filescout.scan.ignore import FILESCOUTIGNORE, IgnoreRules
+) -> bool:
+    """Whether a pass would list the files the index holds, no more and no fewer: its own steps
+    (engine/passes.py), read-only. The same rules (their fingerprint), the same listing (git's,
+    or a walk that lists only the directories whose stamp changed)."""
+    from filescout.scan.ignore import IgnoreRules
 
-    rule_files = {".gitignore", FILESCOUTIGNORE, CONFIG_FILE}  # a change: a pass (`passes.RULE_FILES`)
     excludes = list(settings.exclude)
     try:
         db_relative = db_path.resolve().relative_to(root).as_posix()
@@ -793,7 +795,7 @@ def _stale_on_disk(
         excludes += [f"/{db_relative}", f"/{db_relative}-wal", f"/{db_relative}-shm", f"/{db_relative}.lock"]
     rules = IgnoreRules.for_workspace(root, excludes, settings.include)
     if rules.fingerprint != fingerprint:
-        return None
+        return False
     listed = _git_listed(root, rules, known)
     if listed is None:  # not a plain git work tree: listed as a pass lists it
         from filescout.scan.tree import enumerate_files
@@ -802,10 +804,17 @@ def _stale_on_disk(
         if listing.unlistable or (
             listing.walked is not None and (listing.walked.listed or listing.walked.gone)
         ):
-            return None
+            return False
         listed = set(listing.paths), len(listing.undecodable)
-    if known.keys() != listed[0] or listed[1] != skipped:
-        return None
+    return known.keys() == listed[0] and listed[1] == skipped
+
+
+def _changed_files(root: Path, known: Mapping[str, KnownFile]) -> list[str] | None:
+    """The indexed files whose size or modification time is not the one stored; None when a
+    file is gone, when one of them is a rule file, or when there are too many for a refresh."""
+    from filescout.scan.ignore import FILESCOUTIGNORE
+
+    rule_files = {".gitignore", FILESCOUTIGNORE, CONFIG_FILE}  # a change: a pass (`passes.RULE_FILES`)
     base = str(root)
     prefix = base + "/"
     lstat, is_regular = os.lstat, stat.S_ISREG
