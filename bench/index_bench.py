@@ -136,18 +136,35 @@ async def warm(root: Path, cache: Path, args: argparse.Namespace) -> tuple[float
     return ready - client.started, client
 
 
+SOURCE_SUFFIXES = (".py", ".ts", ".js", ".go", ".rs")
+
+
+def save_candidates(root: Path, trials: int) -> list[Path]:
+    """The generated tree's modules; in a real repository's tree, source files spread over it
+    (every n-th in git's order), none ignored."""
+    generated = sorted(root.glob("packages/*/*/*.py"))
+    if generated:
+        return generated[:trials]
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached"], cwd=root, capture_output=True, check=True
+    ).stdout.decode("utf-8", "surrogateescape")
+    sources = [name for name in listed.split("\0") if name.endswith(SOURCE_SUFFIXES)]
+    step = max(1, len(sources) // max(trials, 1))
+    return [root / name for name in sources[::step][:trials]]
+
+
 async def save_latency(client: ProgressClient, root: Path, trials: int) -> list[float]:
-    candidates = sorted(p for p in root.glob("packages/*/*/*.py"))[:trials]
+    candidates = save_candidates(root, trials)
     return [
         await save_until_annotated(client, root, path.relative_to(root).as_posix(), serial)
         for serial, path in enumerate(candidates)
     ]
 
 
-async def question_latency(client: ProgressClient, count: int) -> list[float]:
+async def question_latency(client: ProgressClient, questions: list[str]) -> list[float]:
     """findRelevant's model-free stage, request to response, one question at a time."""
     latencies = []
-    for text in queries(count):
+    for text in questions:
         reply = await client.timed(
             "files/findRelevant", {"query": text, "limit": 20, "options": {"useModel": False}}
         )
@@ -226,7 +243,12 @@ async def main_async(args: argparse.Namespace) -> dict:
             say(f"warm (dropped caches): {seconds:.2f} s, git status {results['git_status_dropped_s']:.2f} s")
         seconds, client = await warm(root, cache, args)
         memory = watch_memory(client)
-        results["questions_s"] = await question_latency(client, args.questions)
+        asked = (
+            args.questions_file.read_text(encoding="utf-8").split("\n")
+            if args.questions_file
+            else queries(args.questions)
+        )
+        results["questions_s"] = await question_latency(client, [text for text in asked if text.strip()])
         say(f"questions: p50 {percentile(results['questions_s'], 0.5) * 1000:.0f} ms")
         results["save_s"] = await save_latency(client, root, args.trials)
         say(f"save: {results['save_s']}")
@@ -392,6 +414,11 @@ def main() -> int:
     parser.add_argument("--questions", type=int, default=30)
     parser.add_argument(
         "--workers", type=int, help="annotation workers (index.workers); the server's own choice if not given"
+    )
+    parser.add_argument(
+        "--questions-file",
+        type=Path,
+        help="questions to time, one a line (default: --questions drawn from the generated tree's words)",
     )
     parser.add_argument("--cache", type=Path, help="keep the index here (default: a temporary directory)")
     parser.add_argument("--skip-cold", action="store_true", help="only warm runs, on the index in --cache")

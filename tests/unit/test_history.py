@@ -12,6 +12,7 @@ import pytest
 
 from filescout.engine import Workspace
 from filescout.engine.history_keeper import HistoryKeeper
+from filescout.engine.workspace import CurrentIndex
 from filescout.index import Index
 from filescout.relevance.past_commits import past_reason
 from filescout.relevance.signals import ENVIRONMENT
@@ -274,6 +275,34 @@ async def test_no_git_no_commits_or_a_broken_repository_means_no_history(tmp_pat
             assert await stored_commits(index) == {}
         finally:
             await index.close()
+
+
+async def test_a_history_git_cannot_read_leaves_an_unchanged_index_current(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A partial clone, or a repository missing an object: `git log` fails. A pass indexes the
+    files and leaves the history as it is until HEAD moves, so the check of whether the index is
+    current must not send every command to a pass (it did: nothing would ever be current)."""
+    repo = Repo(tmp_path / "repo")
+    first = repo.commit("Initial import", SHOP)
+    repo.commit("Fix rounding", {"lib/rates.py": SHOP["lib/rates.py"] + "\nSCALE = 100\n"})
+    repo.commit("Tidy up", {"core/engine.py": SHOP["core/engine.py"] + "\nVERSION = 1\n"})
+    (repo.root / ".git" / "objects" / first[:2] / first[2:]).unlink()  # the oldest commit is gone
+    engine = await open_indexed(repo.root, env)
+    await engine.close()
+
+    index = await CurrentIndex.open(repo.root, env)
+    try:
+        assert await index.stale_files() == []
+    finally:
+        await index.close()
+
+    repo.commit("Rename variables", {"core/registry.py": SHOP["core/registry.py"] + "\nVERSION = 2\n"})
+    index = await CurrentIndex.open(repo.root, env)
+    try:
+        assert await index.stale_files() is None  # a new HEAD: a pass tries its history again
+    finally:
+        await index.close()
 
 
 # -- history as evidence ----------------------------------------------------------------------

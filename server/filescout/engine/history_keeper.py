@@ -35,6 +35,10 @@ from filescout.vcs.commits import (
 
 log = logging.getLogger(__name__)
 
+HISTORY_UNREADABLE = "history_unreadable_at"
+"""The meta key for the HEAD whose history git could not read (a partial clone missing objects,
+a damaged repository): the history index stays as it is until HEAD moves, and a check of
+whether the index is current (`workspace.changed_on_disk`) counts it as up to date."""
 REBUILD_BEYOND = MAX_COMMITS + MAX_COMMITS // 10
 """Extensions add to the newest end; once the rows exceed this, the history is read again (the
 index's message words cannot be removed one commit at a time), which drops the oldest."""
@@ -99,14 +103,23 @@ class HistoryKeeper:
                 await self._index.history.clear()
                 log.info("no git history: the history index is cleared")
         elif not _current(state, head):
-            started = time.perf_counter()
-            count = await self._extension(state, head) if state is not None else None
-            if state is not None and count is not None:
-                added = await self._extend(state, head, count)
-                log.info("history: %d new commits in %d ms", added, _since(started))
-            else:
-                read = await self._rebuild(head, started)
-                log.info("history: %d commits indexed in %d ms", read, _since(started))
+            try:
+                await self._read_to(state, head)
+            except HistoryUnavailable:
+                await self._index.meta.set(HISTORY_UNREADABLE, head.commit)
+                raise
+            if await self._index.meta.get(HISTORY_UNREADABLE):
+                await self._index.meta.set(HISTORY_UNREADABLE, "")
+
+    async def _read_to(self, state: HistoryState | None, head: Head) -> None:
+        started = time.perf_counter()
+        count = await self._extension(state, head) if state is not None else None
+        if state is not None and count is not None:
+            added = await self._extend(state, head, count)
+            log.info("history: %d new commits in %d ms", added, _since(started))
+        else:
+            read = await self._rebuild(head, started)
+            log.info("history: %d commits indexed in %d ms", read, _since(started))
 
     async def _extension(self, state: HistoryState, head: Head) -> int | None:
         """How many commits `head` is ahead of the tip indexed, if it descends from it and few

@@ -578,6 +578,8 @@ RULES_FINGERPRINT = "rules_fingerprint"
 """The meta key a full pass stores its ignore rules' fingerprint under (`passes.RULES_FINGERPRINT`)."""
 SKIPPED_NAMES = "skipped_names"
 """The meta key for the files the last pass left out for their names (`passes.SKIPPED_NAMES`)."""
+HISTORY_UNREADABLE = "history_unreadable_at"
+"""The meta key for the HEAD whose history git could not read (`history_keeper.HISTORY_UNREADABLE`)."""
 
 
 class NeedsEngine(Exception):
@@ -734,6 +736,7 @@ async def changed_on_disk(index: Index, root: Path, settings: Settings) -> list[
         known = await index.files.known()
         walked = await index.directories.load()
         history = await index.history.state()
+        unreadable = await index.meta.get(HISTORY_UNREADABLE)
         # Listed (git runs beside) while every indexed file is looked at: two threads.
         listed, stale = await asyncio.gather(
             asyncio.to_thread(
@@ -748,7 +751,7 @@ async def changed_on_disk(index: Index, root: Path, settings: Settings) -> list[
             ),
             asyncio.to_thread(_changed_files, root, known),
         )
-        if not listed or not _at_head(history, await head):
+        if not listed or not _at_head(history, await head, unreadable):
             stale = None
     except Exception as exc:  # the pass says what is wrong, and the repair mends the index
         log.debug("cannot tell whether the index is current: %s", exc)
@@ -889,9 +892,11 @@ def _head_commit(root: Path) -> str | None:
     return commits[0] if len(commits) == 1 else None
 
 
-def _at_head(history: HistoryState | None, head: str | None) -> bool:
+def _at_head(history: HistoryState | None, head: str | None, unreadable: str | None) -> bool:
     """Whether the history index is what a pass's update (`HistoryKeeper`) would leave: complete
-    at HEAD's commit, or empty outside git."""
+    at HEAD's commit, empty outside git, or as it is where git could not read HEAD's history."""
     if head is None:
         return history is None
+    if unreadable == head:
+        return True
     return history is not None and history.tip == head and history.highest == history.newest
