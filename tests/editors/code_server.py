@@ -284,13 +284,19 @@ class CodeServer:
         merged = {**QUIET_SETTINGS, **settings}
         (self.user_data / "User" / "settings.json").write_text(json.dumps(merged, indent=2))
 
-    def start(self, timeout: float = 60) -> None:
+    def environment(self) -> dict[str, str]:
+        """What code-server runs with, and so its extension host, its terminals and the
+        filescout servers the extension starts."""
         env = {
             key: value
             for key, value in os.environ.items()
             if not key.startswith(("FILESCOUT_", "XDG_", "VSCODE_", "PYTEST_")) and key != "CI"
         }
         env.update(HOME=str(self.home), **self.env)
+        return env
+
+    def start(self, timeout: float = 60) -> None:
+        env = self.environment()
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
                 [

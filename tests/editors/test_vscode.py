@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from editors.conftest import VSCode, make_folder
+from editors.conftest import SERVER, VSCode, make_folder
 from editors.workbench import STATUS_BAR, wait_until
 
 # The first scenario also installs code-server and builds the VSIX when the cache has none.
@@ -52,6 +53,17 @@ def test_single_folder(vscode: VSCode, tmp_path: Path) -> None:
     assert "src/shop/payments" in rows[0], rows
     bench.choose("stripe_gateway.py")
     bench.wait_active_tab(r"stripe_gateway\.py")
+
+    # A terminal beside the editor: the command asks the extension's server, through its door.
+    asked = subprocess.run(
+        [str(SERVER), "--log-level", "info", "find", str(folder), "refund a stripe charge", "--json"],
+        env=vscode.servers[-1].environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert asked.returncode == 0 and "answered by the process that keeps this index" in asked.stderr, asked
+    assert json.loads(asked.stdout)["items"][0]["path"] == "src/shop/payments/stripe_gateway.py", asked.stdout
 
     bench.run_command("filescout: Reindex Workspace")
     toast = bench.wait_toast(r"reindexed")
