@@ -186,7 +186,7 @@ def test_a_find_through_the_door_loads_only_the_standard_library_and_the_doors_c
     assert sorted(heavy & loaded) == []
 
 
-def test_a_door_left_by_a_killed_server_is_passed_by_then_replaced(
+def test_a_door_left_by_a_killed_server_is_passed_by_replaced_and_swept(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
     workspace = make_workspace(tmp_path / "ws", git=True)
@@ -200,11 +200,18 @@ def test_a_door_left_by_a_killed_server_is_passed_by_then_replaced(
     assert ANSWERED not in alone.stderr and paths(alone)[0] == "src/shop/cart.py"
 
     server = start_mcp(env, workspace, tmp_path / "second.log")
-    try:
-        asked = cli(env, "find", str(workspace), "shopping cart totals", "--json")
-        assert ANSWERED in asked.stderr and paths(asked) == paths(alone)
-    finally:
-        stop_mcp(server)
+    asked = cli(env, "find", str(workspace), "shopping cart totals", "--json")
+    assert ANSWERED in asked.stderr and paths(asked) == paths(alone)
+    server.send_signal(signal.SIGKILL)
+    server.wait(timeout=30)
+    assert door.exists()
+
+    # A server opening a door to another workspace takes away the doors no one listens on.
+    long_ago = time.time() - 3600
+    os.utime(door, (long_ago, long_ago))
+    other = make_workspace(tmp_path / "other", git=True)
+    server = start_mcp(env, other, tmp_path / "third.log")
+    stop_mcp(server)
     assert not door.exists()
 
 

@@ -16,7 +16,9 @@ import contextlib
 import logging
 import os
 import socket
+import stat
 import struct
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from typing import Any
 import msgspec
 
 from filescout.core.errors import FilescoutError, InvalidParams, ReadOnly, WorkspaceUnavailable
-from filescout.door.address import door_path, doors_directory
+from filescout.door.address import SUFFIX, door_path, doors_directory
 from filescout.engine import Workspace
 from filescout.rpc.jsonrpc import INVALID_PARAMS, Incoming, Refusal, check_envelope, parse
 from filescout.rpc.params import decode_params
@@ -39,6 +41,8 @@ from filescout_protocol.types import (
 
 log = logging.getLogger(__name__)
 
+STALE_AFTER = 60.0
+"""How old a socket no one listens on must be before a server opening its own door removes it."""
 LINE_LIMIT = 4 * 1024 * 1024
 """The longest request line read (a question, scopes and globs: far less)."""
 METHOD_NOT_FOUND = -32601
@@ -71,6 +75,7 @@ class Door:
         if _answers(path):
             log.info("another filescout process keeps the door to this workspace")
             return None
+        _sweep(path.parent)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # left by a process that did not close it (killed)
         door = cls(engine, path)
@@ -233,6 +238,17 @@ def _partial(token: str | int, value: Any) -> dict[str, Any]:
 
 def _error(msg_id: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": int(code), "message": message}}
+
+
+def _sweep(directory: Path) -> None:
+    """Take away the doors of servers that were killed (to every workspace): sockets no one
+    listens on, older than `STALE_AFTER` (a door is bound a moment before it listens)."""
+    now = time.time()
+    for found in directory.glob(f"*{SUFFIX}"):
+        with contextlib.suppress(OSError):
+            info = found.lstat()
+            if stat.S_ISSOCK(info.st_mode) and now - info.st_mtime > STALE_AFTER and not _answers(found):
+                found.unlink()
 
 
 def _answers(path: Path) -> bool:
