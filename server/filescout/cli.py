@@ -213,7 +213,6 @@ class Query:
         self.as_json = as_json
         self.printed = False
         self._shown_stage: str | None = None
-        self._streamed: list[Wire] = []
 
     @property
     def streams(self) -> bool:
@@ -227,7 +226,6 @@ class Query:
             for item in items:
                 print(_json_line(item) if self.as_json else f"{item['path']}\t{item['summary']}")
             return
-        self._streamed = items
         if self.as_json:
             return
         if items and items[0]["stage"] != self._shown_stage:
@@ -236,12 +234,11 @@ class Query:
         _print_items(items)
 
     def result(self, result: Any) -> int:
-        """The final response; findRelevant's leaves out the items of the last ranking streamed."""
+        """The final response (findRelevant's with every item of the final ranking)."""
         self.printed = True
         if self.method == Method.GET_OVERVIEW:
             print(_json_line(result) if self.as_json else result["prompt"])
         elif self.method == Method.FIND_RELEVANT:
-            result = {**result, "items": result["items"] or self._streamed}
             if self.as_json:
                 print(_json_line(result))
             else:
@@ -269,14 +266,11 @@ class Query:
             overview = decode_params(self.params, GetOverviewParams, self.method)
             return self.result(to_builtins(await engine.overview(overview)))
         find = decode_params(self.params, FindRelevantParams, self.method)
-        streamed: list[str] = []
         async for update in engine.find_relevant_stream(find):
             if update.done:
-                paths = [item.path for item in update.items]
-                return self.result(to_builtins(update.result([] if paths == streamed else None)))
+                return self.result(to_builtins(update.result()))
             if update.items:
                 self.partial(to_builtins(update.items))
-                streamed = [item.path for item in update.items]
         raise AssertionError("the relevance stages ended without an answer")
 
 

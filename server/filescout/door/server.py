@@ -210,18 +210,16 @@ async def _read_request(reader: asyncio.StreamReader, send: Send) -> bytes:
 
 
 async def _relevant(engine: Workspace, params: FindRelevantParams, send: Send) -> Any:
-    """Each stage's ranking as a partial result when asked for; the answer leaves out the
-    items when the last ranking sent was the final one (as the LSP face does)."""
+    """Each stage's ranking as a partial result when asked for; the answer holds every item of
+    the final ranking. (The LSP face leaves out a final ranking it streamed already, which
+    leaves an empty final ranking after a streamed one ambiguous: a terminal prints the answer.)"""
     token = params.partial_result_token
-    streamed: list[str] = []
     async with contextlib.aclosing(engine.find_relevant_stream(params)) as stages:  # type: ignore[type-var]
         async for update in stages:
             if update.done:
-                paths = [item.path for item in update.items]
-                return update.result([] if token is not None and paths == streamed else None)
+                return update.result()
             if token is not None and update.items:
                 await send(_partial(token, update.items))
-                streamed = [item.path for item in update.items]
     raise AssertionError("the relevance stages ended without an answer")
 
 
