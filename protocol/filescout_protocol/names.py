@@ -1,6 +1,6 @@
-"""The contract's names and defaults a client needs before any payload: the methods, the file
-kinds, the overview's budget. Free of msgspec, so a terminal command that only asks a running
-server (server/filescout/door/) loads nothing heavier; types.py uses these."""
+"""The contract's names and defaults a client needs before any payload: the methods and
+commands, the file kinds, the overview's budget. Free of msgspec, so a terminal command that
+only asks a running server (server/filescout/door/) loads nothing heavier; types.py uses these."""
 
 from __future__ import annotations
 
@@ -15,6 +15,14 @@ class Method:
     DID_ACCESS: Final = "files/didAccess"
     STATUS: Final = "filescout/status"
     GET_OVERVIEW: Final = "files/getOverview"
+
+
+class Command:
+    """`workspace/executeCommand` command names."""
+
+    REINDEX: Final = "filescout.reindex"
+    STATUS: Final = "filescout.status"
+    ANNOTATE: Final = "filescout.annotate"
 
 
 FILE_KINDS: Final = (

@@ -12,7 +12,7 @@ from typing import Annotated, Final, Literal, Union
 import msgspec
 from msgspec import Meta, Struct
 
-from filescout_protocol.names import OVERVIEW_TOKENS, Method
+from filescout_protocol.names import OVERVIEW_TOKENS, Command, Method
 
 PROTOCOL_VERSION: Final = 1
 
@@ -64,14 +64,6 @@ Glob = Annotated[
 ]
 Globs = Annotated[list[Glob], Meta(max_length=MAX_GLOBS)]
 Patterns = Annotated[list[Glob], Meta(max_length=MAX_PATTERNS)]
-
-
-class Command:
-    """`workspace/executeCommand` command names."""
-
-    REINDEX: Final = "filescout.reindex"
-    STATUS: Final = "filescout.status"
-    ANNOTATE: Final = "filescout.annotate"
 
 
 METHODS: Final = (

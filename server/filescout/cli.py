@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from filescout import __version__
 from filescout.core.errors import FilescoutError
-from filescout_protocol.names import FILE_KINDS, OVERVIEW_TOKENS, Method
+from filescout_protocol.names import FILE_KINDS, OVERVIEW_TOKENS, Command, Method
 
 if TYPE_CHECKING:
     from filescout.engine import Workspace
     from filescout.engine.progress import ProgressReporter
     from filescout.engine.workspace import CurrentIndex
-    from filescout_protocol.types import SharedCacheStatus
+    from filescout_protocol.types import SharedCacheStatus, StatusResult
 
     Answering = Workspace | CurrentIndex
     """What answers a query: the whole engine, or the index as it is."""
@@ -31,8 +31,9 @@ Wire = dict[str, Any]
 """A request's params or an answer as JSON-RPC carries them (camelCase)."""
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter number
-QUERIES = ("find", "files", "overview")
+QUERIES = ("find", "files", "overview", "status")
 """The commands a server's door may answer (door/)."""
+VERBOSE = ("info", "debug")
 LOG_LEVELS = ("debug", "error", "info", "warning")
 """`log.LEVELS`' names (a unit test holds the two together): `log.py` loads `logging`, which a
 command answered through the door never needs."""
@@ -203,9 +204,9 @@ def _print_skipped_names(count: int) -> None:
 
 
 class Query:
-    """A query (find, files, overview) as the protocol asks it, and how its answer is printed.
-    The same params and printing serve both ways it is answered: by the process that keeps the
-    workspace's door (door/), or by this process from the index."""
+    """A query (find, files, overview, status) as the protocol asks it, and how its answer is
+    printed. The same params and printing serve both ways it is answered: by the process that
+    keeps the workspace's door (door/), or by this process (status: from the whole engine)."""
 
     def __init__(self, method: str, params: Wire, as_json: bool) -> None:
         self.method = method
@@ -217,7 +218,7 @@ class Query:
     @property
     def streams(self) -> bool:
         """Whether the answer comes in batches (files, each stage's ranking) before the result."""
-        return self.method != Method.GET_OVERVIEW
+        return self.method in (Method.GET_FILES, Method.FIND_RELEVANT)
 
     def partial(self, items: list[Wire]) -> None:
         """One streamed batch: files, or a stage's ranking."""
@@ -236,6 +237,12 @@ class Query:
     def result(self, result: Any) -> int:
         """The final response (findRelevant's with every item of the final ranking)."""
         self.printed = True
+        if self.method == Command.STATUS:
+            from msgspec import convert
+
+            from filescout_protocol.types import StatusResult
+
+            return _print_status(convert(result, StatusResult), self.as_json)
         if self.method == Method.GET_OVERVIEW:
             print(_json_line(result) if self.as_json else result["prompt"])
         elif self.method == Method.FIND_RELEVANT:
@@ -343,7 +350,10 @@ def _print_items(items: list[Wire]) -> None:
 
 
 async def _status(engine: Workspace, as_json: bool) -> int:
-    status = await engine.status()
+    return _print_status(await engine.status(), as_json)
+
+
+def _print_status(status: StatusResult, as_json: bool) -> int:
     if as_json:
         _print_json(status)
         return 0
@@ -756,6 +766,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             path, refresh = args.path, False
             as_json = args.json
+            # A status is the server's when one keeps the index: asked, not opened again.
+            asked = Query(Command.STATUS, {}, as_json)
+            if (answered := _through_door(path, asked, verbose=args.log_level in VERBOSE)) is not None:
+                return answered
 
             async def status(engine: Workspace) -> int:
                 return await _status(engine, as_json)
@@ -765,10 +779,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A refresh is what the door's server does before it answers (--no-refresh: this
         # process answers from the index as it is).
         if query is not None and refresh:
-            answered = _through_door(path, query, verbose=args.log_level in ("info", "debug"))
+            answered = _through_door(path, query, verbose=args.log_level in VERBOSE)
             if answered is not None:
                 return answered
-        if query is not None:
+        if args.command in QUERIES:  # not limited above: no door answered
             limit_malloc_arenas()
         _log_to_stderr(args.log_level)
         import asyncio  # here, not above, for the same reason as the engine

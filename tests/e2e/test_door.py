@@ -24,7 +24,14 @@ import pytest
 from filescout.door.address import door_path, open_door
 from filescout.door.client import Door, DoorError
 from harness import launch
-from harness.support import make_workspace, start_client, stop_client, wait_for_indexing
+from harness.support import (
+    SAMPLE_BINARY,
+    SAMPLE_FILES,
+    make_workspace,
+    start_client,
+    stop_client,
+    wait_for_indexing,
+)
 
 READY_TIMEOUT = 60.0
 ANSWERED = "answered by the process that keeps this index"
@@ -110,6 +117,14 @@ async def test_find_asks_the_editors_server_which_takes_in_changes_first(
         assert text.stdout.splitlines()[0] == "-- prefilter"
         overview = await asyncio.to_thread(cli, env, "overview", str(workspace), "--json")
         assert ANSWERED in overview.stderr and "numbat.py" in json.loads(overview.stdout)["prompt"]
+        status = await asyncio.to_thread(cli, env, "status", str(workspace), "--json")
+        assert ANSWERED in status.stderr, status.stderr
+        shown = json.loads(status.stdout)
+        assert shown["role"] == "writer" and shown["files"] == len(SAMPLE_FILES) + len(SAMPLE_BINARY) + 1, (
+            shown
+        )
+        text_status = await asyncio.to_thread(cli, env, "status", str(workspace))
+        assert text_status.stdout.startswith(f"workspace  {workspace.resolve()}\n"), text_status.stdout
     finally:
         await stop_client(client)
     assert not door.exists(), "the server's shutdown left its door"
