@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import socket
 import subprocess
 from pathlib import Path
 
@@ -81,6 +82,31 @@ def test_a_workspace_warning_is_said_once(run, workspace: Path) -> None:
         "set dbPath in the editor settings or FILESCOUT_DB_PATH"
     ], result.stderr
     assert len([line for line in lines if "maxFileSize ignored" in line]) == 1, result.stderr
+
+
+def test_a_model_endpoint_nothing_listens_on_is_said_without_waiting(tmp_path: Path, workspace: Path) -> None:
+    with socket.socket() as probe:  # a port on this machine where nothing listens
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {
+        **os.environ,
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "FILESCOUT_CACHE_DIR": "",
+        "FILESCOUT_MODEL": "test-model",
+        "FILESCOUT_BASE_URL": f"http://127.0.0.1:{port}/v1",
+    }
+    found = subprocess.run(
+        launch.command("--log-level", "info", "find", str(workspace), "shopping cart totals", "--no-model"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.splitlines()[1].startswith("  1. src/shop/cart.py  ["), found.stdout
+    # The command says what failed, once it fails: no retries, no pause waited out.
+    assert "model annotation paused: the model endpoint is failing (Connection error: " in found.stderr
+    assert "retry" not in found.stderr, found.stderr
 
 
 def test_bad_glob_is_a_clear_error(run, workspace: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -250,5 +251,67 @@ async def test_a_long_wait_before_a_retry_is_said(fake: FakeOpenAI, usage: Usage
         )
         background.cancel()
         await asyncio.gather(background, return_exceptions=True)
+    finally:
+        await model.close()
+
+
+def closed_port() -> str:
+    """A base URL on this machine where nothing listens."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+class Waits:
+    """The backoff's waits, counted and skipped."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.seconds.append(seconds)
+
+
+@pytest.mark.parametrize("one_shot", [False, True])
+async def test_a_one_shot_command_does_not_wait_for_an_endpoint_nothing_listens_on(
+    fake: FakeOpenAI, usage: Usage, one_shot: bool
+) -> None:
+    waits = Waits()
+    settings = ModelSettings(model="test-model", base_url=closed_port(), max_retries=4)
+    model = ModelClient(settings, Budget(BudgetSettings(), [], usage), sleep=waits, one_shot=one_shot)
+    try:
+        with pytest.raises(ModelUnavailable, match="Connection error: "):
+            await ask_once(model)
+        # A server keeps trying (the endpoint may be starting); a terminal is not kept waiting.
+        assert len(waits.seconds) == (0 if one_shot else 4)
+        reason = model.unavailable_reason()
+        if one_shot:
+            assert reason is not None and reason.startswith(
+                "the model endpoint is failing (Connection error: "
+            )
+        else:
+            assert reason is None  # one failed call in a row: the breaker waits for three
+    finally:
+        await model.close()
+
+
+async def test_a_one_shot_command_gives_up_after_the_first_call_that_fails(
+    fake: FakeOpenAI, usage: Usage
+) -> None:
+    waits = Waits()
+    fake.default = Action(status=503)
+    settings = ModelSettings(model="test-model", base_url=fake.base_url, max_retries=2)
+    model = ModelClient(settings, Budget(BudgetSettings(), [], usage), sleep=waits, one_shot=True)
+    try:
+        with pytest.raises(ModelUnavailable, match="503"):
+            await ask_once(model)
+        assert fake.calls() == 3 and len(waits.seconds) == 2  # a live server's 503 is retried
+        with pytest.raises(ModelUnavailable, match="circuit open"):
+            await ask_once(model)
+        assert fake.calls() == 3
+        assert (
+            model.unavailable_reason() == "the model endpoint is failing (503 Error code: 503 - scripted 503)"
+        )
     finally:
         await model.close()

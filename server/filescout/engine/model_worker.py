@@ -111,7 +111,8 @@ class ModelWorker:
                 settings.budget, await self._index.usage.since(month_start), sink=self._record_usage
             )
             try:
-                self.annotator = ModelAnnotator(ModelClient(model, budget))
+                client = ModelClient(model, budget, one_shot=not self._hooks.persistent)
+                self.annotator = ModelAnnotator(client)
             except Exception as exc:  # e.g. a base URL the HTTP client rejects
                 log.error("model annotation is off: cannot use %s: %s", model.base_url or "the endpoint", exc)
                 warnings.append(f"model annotation is off: {exc}")

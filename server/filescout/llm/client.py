@@ -152,14 +152,27 @@ def is_retryable(error: BaseException) -> bool:
     return False
 
 
+def _not_connected(error: BaseException) -> bool:
+    """Whether the call failed to connect at all (refused, no such host): nothing listens.
+    Told by the HTTP client's own error under openai's (whichever httpx it is built on)."""
+    if not isinstance(error, _openai().APIConnectionError) or isinstance(error, _openai().APITimeoutError):
+        return False
+    return type(error.__cause__).__name__ == "ConnectError"
+
+
 class CircuitBreaker:
-    """Open after BREAKER_THRESHOLD failed calls in a row; let one call through after a
-    cooldown that doubles each time the trial fails."""
+    """Open after `threshold` failed calls in a row; let one call through after a cooldown
+    that doubles each time the trial fails."""
 
     def __init__(
-        self, cooldown: float = BREAKER_COOLDOWN, clock: Callable[[], float] = time.monotonic
+        self,
+        cooldown: float = BREAKER_COOLDOWN,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        threshold: int = BREAKER_THRESHOLD,
     ) -> None:
         self._clock = clock
+        self.threshold = threshold
         self.failures = 0
         self.initial_cooldown = cooldown
         self.cooldown = cooldown
@@ -167,10 +180,10 @@ class CircuitBreaker:
 
     @property
     def is_open(self) -> bool:
-        return self.failures >= BREAKER_THRESHOLD and self._clock() < self.open_until
+        return self.failures >= self.threshold and self._clock() < self.open_until
 
     def seconds_left(self) -> float:
-        return max(0.0, self.open_until - self._clock()) if self.failures >= BREAKER_THRESHOLD else 0.0
+        return max(0.0, self.open_until - self._clock()) if self.failures >= self.threshold else 0.0
 
     def success(self) -> None:
         self.failures = 0
@@ -178,14 +191,14 @@ class CircuitBreaker:
 
     def failure(self) -> None:
         self.failures += 1
-        if self.failures == BREAKER_THRESHOLD:
+        if self.failures == self.threshold:
             self.open_until = self._clock() + self.cooldown
             log.warning(
-                "model endpoint failed %d times in a row; pausing model calls for %.0f s",
-                self.failures,
+                "model endpoint failed %s; pausing model calls for %.0f s",
+                "a call" if self.threshold == 1 else f"{self.failures} times in a row",
                 self.cooldown,
             )
-        elif self.failures > BREAKER_THRESHOLD and self._clock() >= self.open_until:
+        elif self.failures > self.threshold and self._clock() >= self.open_until:
             # The trial call after a cooldown failed too (calls that were already under way
             # when the circuit opened fail inside the cooldown and do not count as trials).
             self.cooldown = min(self.cooldown * 2, BREAKER_MAX_COOLDOWN)
@@ -262,13 +275,20 @@ class ModelClient:
         budget: Budget,
         client: openai.AsyncOpenAI | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        *,
+        one_shot: bool = False,
     ) -> None:
+        """`one_shot`: a command someone waits on at a terminal, which gives up on a failing
+        endpoint at the first call that fails, and at once on one it cannot reach; a server waits
+        failures out (retries, then the breaker's pauses)."""
         if not settings.model:
             raise ValueError("no model configured")
         self.settings = settings
         self.budget = budget
         self.name = f"{provider_of(settings)}/{settings.model}"
-        self.breaker = CircuitBreaker(settings.failure_pause)
+        self.one_shot = one_shot
+        self.breaker = CircuitBreaker(settings.failure_pause, threshold=1 if one_shot else BREAKER_THRESHOLD)
+        self.last_failure = ""
         self.refused: str | None = None
         self._sleep = sleep
         self._gate = asyncio.Semaphore(settings.concurrency)
@@ -298,6 +318,8 @@ class ModelClient:
         """Why no call would be attempted right now, or None."""
         if self.refused:
             return self.refused
+        if self.breaker.is_open and self.one_shot:
+            return f"the model endpoint is failing ({self.last_failure})"
         if self.breaker.is_open:
             return f"the model endpoint is failing; retrying in {self.breaker.seconds_left():.0f} s"
         return self.budget.spent()
@@ -332,6 +354,7 @@ class ModelClient:
                 except _Retryable as failure:
                     delay = self._retry_delay(failure, attempt, allowed, deadline)
                     if delay is None:
+                        self.last_failure = str(failure)
                         self.breaker.failure()
                         await self.budget.record(failures=1)
                         raise ModelUnavailable(f"model call failed: {failure}") from failure.__cause__
@@ -374,6 +397,8 @@ class ModelClient:
         spent, or (for a caller with a deadline) a timeout, or a wait that would end too late."""
         if attempt >= allowed or (deadline is not None and failure.timed_out):
             return None
+        if self.one_shot and failure.unreachable:
+            return None  # nothing listens there (or no such host): no one waits for it to start
         delay = retry_after(failure.error)
         if delay is None:
             delay = min(BACKOFF_CAP, BACKOFF_BASE * 2**attempt) * random.uniform(0.5, 1.5)
@@ -435,11 +460,16 @@ class ModelClient:
                 raise ModelRefused(self.refused) from error
             except Exception as error:
                 if not is_retryable(error):
+                    self.last_failure = _detail(error)
                     self.breaker.failure()
                     await self.budget.record(failures=1)
                     raise ModelUnavailable(f"model call failed: {_detail(error)}") from error
+                timed_out = isinstance(error, openai.APITimeoutError)
                 raise _Retryable(
-                    error, _detail(error), timed_out=isinstance(error, openai.APITimeoutError)
+                    error,
+                    _detail(error),
+                    timed_out=timed_out,
+                    unreachable=_not_connected(error),
                 ) from error
             self.breaker.success()
             input_tokens = usage[0] if usage[0] is not None else text_tokens(messages) + picture_tokens
@@ -452,10 +482,14 @@ class _Retryable(Exception):
     """An attempt failed in a way the next one may not (429, 5xx, a dropped connection, a
     timeout)."""
 
-    def __init__(self, error: BaseException, detail: str, *, timed_out: bool) -> None:
+    def __init__(
+        self, error: BaseException, detail: str, *, timed_out: bool, unreachable: bool = False
+    ) -> None:
         super().__init__(detail)
         self.error = error
         self.timed_out = timed_out
+        self.unreachable = unreachable
+        """The connection failed before any answer: refused, reset, or no such host."""
 
 
 class NotACompletion(ValueError):
@@ -515,6 +549,8 @@ def _detail(error: Exception) -> str:
         return f"the endpoint's answer is not JSON ({error.msg}, character {error.pos})"
     status = getattr(error, "status_code", None)
     message = getattr(error, "message", None) or str(error) or type(error).__name__
+    if _not_connected(error) and str(error.__cause__):
+        message = f"{message.rstrip('.')}: {error.__cause__}"  # "Connection error: [Errno 111] ..."
     return f"{status} {message}" if status else message
 
 
