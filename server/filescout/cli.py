@@ -8,8 +8,8 @@ import atexit
 import gc
 import os
 import sys
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -672,7 +672,21 @@ def _background_index(args: argparse.Namespace) -> int:
 
     from filescout.engine.background_indexer import main as finish
 
-    return asyncio.run(finish(Path(args.path), Path(args.index), args.after))
+    return asyncio.run(finish(Path(args.path), Path(args.index), args.after, serving=_door_kept))
+
+
+@asynccontextmanager
+async def _door_kept(engine: Workspace) -> AsyncIterator[None]:
+    """The workspace's door, kept while a background indexer works: a command run meanwhile
+    is answered by it, from the index it is writing, without opening one of its own."""
+    from filescout.door.server import Door
+
+    door = await Door.open(engine, engine.env)
+    try:
+        yield
+    finally:
+        if door is not None:
+            await door.close()
 
 
 @contextmanager

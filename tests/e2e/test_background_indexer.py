@@ -5,17 +5,20 @@ another, and never outlives its workspace or its index."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
+from filescout.door.address import door_path
 from filescout.engine import handoff
 from filescout.engine.roles import lock_path
 from filescout.engine.settings import default_db_path
@@ -255,6 +258,55 @@ async def test_a_background_indexer_never_outlives_its_workspace_or_index(
         if process is not None:
             stop([process])
         fake.stop()
+
+
+async def test_a_command_run_while_a_background_indexer_works_is_answered_by_it(tmp_path: Path) -> None:
+    root = make_workspace(tmp_path / "ws", files=20, classes=5)
+    fake = FakeOpenAI().start()
+    fake.per_kind["annotate"] = Action(delay=120)  # it keeps working while the commands run
+    doors = Path(tempfile.mkdtemp(prefix="door-"))  # short: a socket's path must be
+    env = {**mcp_env(tmp_path / "cache", **model_env(fake)), "TMPDIR": str(doors)}
+    db = create_index(root, env)
+    log = tmp_path / "background.log"
+    door = door_path(root.resolve(), env, create=True)
+    assert door is not None
+    process = background(root, db, env, log, starter=False)
+    try:
+        await wait_until(lambda: door.exists(), message="the background indexer's door", timeout=60)
+        (root / "pkg0" / "numbat.py").write_text("def numbat_tally():\n    return 'numbat tally'\n")
+        found = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "filescout",
+                "--log-level",
+                "info",
+                "find",
+                str(root),
+                "numbat tally",
+                "--json",
+                "--no-model",  # the model's one slot is taken by the annotation that hangs
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert found.returncode == 0, found.stderr
+        # Asked through its door, it took in the new file first; a reader of its index would not.
+        assert "answered by the process that keeps this index" in found.stderr, found.stderr
+        items = json.loads(found.stdout)["items"]
+        assert items and items[0]["path"] == "pkg0/numbat.py", log.read_text()
+        assert process.poll() is None
+        process.send_signal(signal.SIGTERM)
+        await wait_until(
+            lambda: process.poll() is not None, message="the background indexer to stop", timeout=10
+        )
+        assert not door.exists(), "the background indexer left its door"
+    finally:
+        stop([process])
+        fake.stop()
+        shutil.rmtree(doors, ignore_errors=True)
 
 
 async def test_an_interrupted_index_command_is_finished_in_the_background(tmp_path: Path) -> None:

@@ -262,3 +262,33 @@ def test_no_door_where_others_could_enter_and_the_command_reads_the_servers_inde
     assert told in answered.stderr and ANSWERED not in answered.stderr
     assert paths(answered)[0] == "src/shop/cart.py"
     assert "src/shop/numbat.py" not in paths(unseen)
+
+
+def test_the_door_passes_to_the_next_server_when_its_keeper_exits(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    workspace = make_workspace(tmp_path / "ws", git=True)
+    first = start_mcp(env, workspace, tmp_path / "first.log")
+    second_log = tmp_path / "second.log"
+    second = launch.popen(
+        launch.command("--log-level", "info", "mcp", str(workspace)), env, stderr=second_log
+    )
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while "another filescout process keeps the door" not in second_log.read_text():
+            assert second.poll() is None and time.monotonic() < deadline, second_log.read_text()
+            time.sleep(0.1)
+        assert ANSWERED in cli(env, "find", str(workspace), "shopping cart totals").stderr
+        stop_mcp(first)
+        # The second server takes the door when the first lets go of it, and answers.
+        while "terminal commands are answered through" not in second_log.read_text():
+            assert second.poll() is None and time.monotonic() < deadline, second_log.read_text()
+            time.sleep(0.1)
+        asked = cli(env, "find", str(workspace), "shopping cart totals", "--json")
+        assert ANSWERED in asked.stderr and paths(asked)[0] == "src/shop/cart.py"
+    finally:
+        if first.poll() is None:
+            stop_mcp(first)
+        stop_mcp(second)
+    door = door_path(workspace.resolve(), env)
+    assert door is not None and not door.exists()

@@ -19,7 +19,7 @@ import socket
 import stat
 import struct
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,11 @@ log = logging.getLogger(__name__)
 
 STALE_AFTER = 60.0
 """How old a socket no one listens on must be before a server opening its own door removes it."""
+TURN_INTERVAL = 2.0
+"""How often a process waiting for the door (another one keeps it) looks whether it is gone..."""
+PROBES_EVERY = 15
+"""...and, every this many looks, whether its keeper still listens (one that was killed left
+its socket behind)."""
 LINE_LIMIT = 4 * 1024 * 1024
 """The longest request line read (a question, scopes and globs: far less)."""
 METHOD_NOT_FOUND = -32601
@@ -54,41 +59,74 @@ Send = Callable[[Any], Awaitable[None]]
 
 
 class Door:
-    """The door to one engine's workspace, open while the face that opened it runs."""
+    """The door to one engine's workspace, kept while the face that opened it runs. One process
+    keeps a workspace's door at a time, the first to open it; the others wait for their turn
+    and take it when that one exits (an editor's second window, a server started while a
+    background indexer finishes)."""
 
     def __init__(self, engine: Workspace, path: Path) -> None:
         self._engine = engine
         self.path = path
         self._server: asyncio.AbstractServer | None = None
         self._inode = 0
+        self._waiting: asyncio.Task[None] | None = None
 
     @classmethod
     async def open(cls, engine: Workspace, env: Mapping[str, str] = os.environ) -> Door | None:
-        """The engine's door, or None when it cannot be kept here or another live process
-        keeps it (the first to open it keeps it until it exits)."""
+        """The engine's door, listening, or waiting for its turn while another live process
+        keeps it; None when no door can be kept here."""
         path = door_path(engine.root, env, create=True)
         if path is None:
             private = doors_directory(env, create=False) is not None
             why = "its path is too long" if private else "no private directory"
             log.info("no door for terminal commands: %s", why)
             return None
-        if _answers(path):
-            log.info("another filescout process keeps the door to this workspace")
-            return None
-        _sweep(path.parent)
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()  # left by a process that did not close it (killed)
         door = cls(engine, path)
-        try:
-            door._server = await asyncio.start_unix_server(door._connected, os.fspath(path), limit=LINE_LIMIT)
-            door._inode = os.stat(path).st_ino
-        except OSError as exc:  # opened by another process meanwhile, or the directory failed
-            log.info("no door for terminal commands: %s", exc)
-            return None
-        log.info("terminal commands are answered through %s", path)
+        if not await door._listen():
+            door._waiting = asyncio.ensure_future(door._wait_for_turn())
         return door
 
+    @property
+    def listening(self) -> bool:
+        return self._server is not None
+
+    async def _listen(self) -> bool:
+        """Listen on the door unless a live process keeps it; the check and the bind are one
+        step among processes (a lock beside the socket), so two never both think it theirs."""
+        with _turnstile(self.path) as ours:
+            if not ours or _answers(self.path):
+                log.info("another filescout process keeps the door to this workspace")
+                return False
+            _sweep(self.path.parent)
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()  # left by a process that did not close it (killed)
+            try:
+                self._server = await asyncio.start_unix_server(
+                    self._connected, os.fspath(self.path), limit=LINE_LIMIT
+                )
+                self._inode = os.stat(self.path).st_ino
+            except OSError as exc:  # the directory went away, say
+                log.info("no door for terminal commands: %s", exc)
+                self._server = None
+                return False
+        log.info("terminal commands are answered through %s", self.path)
+        return True
+
+    async def _wait_for_turn(self) -> None:
+        """Take the door once the process that keeps it is gone (its socket removed, or no one
+        listening on it)."""
+        looks = 0
+        while True:
+            await asyncio.sleep(TURN_INTERVAL)
+            looks += 1
+            gone = not self.path.exists() or (looks % PROBES_EVERY == 0 and not _answers(self.path))
+            if gone and await self._listen():
+                return
+
     async def close(self) -> None:
+        if self._waiting is not None:
+            self._waiting.cancel()
+            self._waiting = None
         server, self._server = self._server, None
         if server is None:
             return
@@ -247,6 +285,31 @@ def _sweep(directory: Path) -> None:
             info = found.lstat()
             if stat.S_ISSOCK(info.st_mode) and now - info.st_mtime > STALE_AFTER and not _answers(found):
                 found.unlink()
+
+
+@contextlib.contextmanager
+def _turnstile(path: Path) -> Iterator[bool]:
+    """Whether this process may take the door now: True while it holds the lock beside the
+    socket (another process opening it at the same moment holds it otherwise)."""
+    try:
+        import fcntl  # a door is a Unix socket: where there is none, nothing else opens one either
+    except ImportError:
+        yield True
+        return
+    try:
+        handle = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(handle)  # lets go of the lock
 
 
 def _answers(path: Path) -> bool:

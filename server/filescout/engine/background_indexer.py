@@ -8,7 +8,9 @@ indexes and annotates until idle, and exits. A process that holds the writer loc
 (an editor's server, a session started meanwhile) keeps it: it indexes itself, or hands its own
 work on when it closes. The writer lock is yielded to nobody mid-way; an editor's server that
 starts meanwhile is a reader and takes over when this exits. It stops within a second or so
-when the workspace, the index or its folder is deleted, and on SIGTERM.
+when the workspace, the index or its folder is deleted, and on SIGTERM. While it works, the face
+that started it may serve the engine (the command line opens the workspace's door, so terminal
+commands are answered by this process rather than from an index it is still writing).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 from filescout.core.errors import FilescoutError
@@ -40,10 +44,16 @@ POLL = 0.1
 WATCH_INTERVAL = 0.5
 
 
-async def main(root: Path, db_path: Path, starter: int | None = None) -> int:
+Serving = Callable[[Workspace], AbstractAsyncContextManager[object]]
+"""What a face does with the engine while it works (entered once it writes the index)."""
+
+
+async def main(
+    root: Path, db_path: Path, starter: int | None = None, *, serving: Serving | None = None
+) -> int:
     """Finish the work on `root`'s index at `db_path`; stop early when the workspace or the
     index is deleted, or on SIGTERM."""
-    work = asyncio.ensure_future(finish(root, db_path, starter))
+    work = asyncio.ensure_future(finish(root, db_path, starter, serving=serving))
     with contextlib.suppress(NotImplementedError, AttributeError):  # no such signal handling on Windows
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, work.cancel)
     watcher = asyncio.ensure_future(_watch(root, db_path, work))
@@ -58,7 +68,9 @@ async def main(root: Path, db_path: Path, starter: int | None = None) -> int:
         watcher.cancel()
 
 
-async def finish(root: Path, db_path: Path, starter: int | None = None) -> int:
+async def finish(
+    root: Path, db_path: Path, starter: int | None = None, *, serving: Serving | None = None
+) -> int:
     if (why := gone(root, db_path, seen_index=False)) is not None:
         log.info("nothing to finish: %s", why)
         return 0
@@ -71,7 +83,7 @@ async def finish(root: Path, db_path: Path, starter: int | None = None) -> int:
         if writer is None:
             return 0
         try:
-            return await _index(root, writer)
+            return await _index(root, writer, serving)
         finally:
             writer.release()  # closing the workspace released it, unless opening failed
     finally:
@@ -112,7 +124,7 @@ def _last_look(writer: WriterLock, own: WriterLock) -> WriterLock | None:
     return None
 
 
-async def _index(root: Path, writer: WriterLock) -> int:
+async def _index(root: Path, writer: WriterLock, serving: Serving | None) -> int:
     began = time.monotonic()
     try:
         # A failing model endpoint is given up on, not waited out: nobody waits for this.
@@ -123,8 +135,9 @@ async def _index(root: Path, writer: WriterLock) -> int:
     try:
         if engine.role != "writer":  # the index refuses writes: the warnings say why
             return 0
-        engine.start_indexing("index")
-        await engine.wait_idle()
+        async with serving(engine) if serving is not None else contextlib.nullcontext():
+            engine.start_indexing("index")
+            await engine.wait_idle()
         status = await engine.status()
         log.info(
             "background indexer %d done in %.1f s: %d files (%s)%s",

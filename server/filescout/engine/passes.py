@@ -120,6 +120,12 @@ class Indexer:
     def idle(self) -> bool:
         return self.task is None or self.task.done()
 
+    async def scan_stored(self) -> None:
+        """Return once the pass under way, if any, has stored its scan (or ended without one)."""
+        scanned = self._scanned
+        if scanned is not None and not self.idle:
+            await asyncio.wait({scanned})  # its failure or cancellation is the pass's to report
+
     def start(self, kind: str = "index", *, quiet: bool = False) -> asyncio.Future[ScanTotals]:
         """Start a full pass in the background, replacing any pass under way. The future
         resolves once the scan is stored. `kind` names the progress shown in the editor; a

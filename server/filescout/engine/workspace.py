@@ -373,12 +373,14 @@ class Workspace:
         """Take in what changed on disk since the index last looked, before answering a process
         that watches nothing (a command in a terminal, through the door): the few files that
         changed read again and annotated (for `CAUGHT_UP_WAIT` at most), or else a pass's scan
-        stored. A pass under way is taking the changes in already: the question is answered
-        from what it has stored, as the editor's questions are."""
+        stored. A pass under way has its scan stored first: what changed after its listing is
+        what the check then finds."""
         if self.role != "writer" or self.unwritable is not None or self._board.closed:
             return
-        if _running(self._indexer.task) or _running(self._repair.task):
-            return
+        if _running(self._repair.task):
+            return  # a damaged index being rebuilt: its pass answers
+        if _running(self._indexer.task):
+            await self._indexer.scan_stored()
         stale = await changed_on_disk(self._index, self.root, self.settings)
         if stale == []:
             return
