@@ -645,6 +645,10 @@ def build_parser() -> argparse.ArgumentParser:
     background.add_argument("path")
     background.add_argument("--index", required=True)
     background.add_argument("--after", type=int)
+    for sub in commands.choices.values():
+        # Taken after the command too (`filescout find . x --log-level info`), where people write
+        # it; `filescout -h` describes it.
+        sub.add_argument("--log-level", default=argparse.SUPPRESS, choices=LOG_LEVELS, help=argparse.SUPPRESS)
     return parser
 
 

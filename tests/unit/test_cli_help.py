@@ -96,3 +96,19 @@ def test_the_log_levels_offered_are_the_ones_logging_is_set_up_with() -> None:
     answers."""
     assert set(cli.LOG_LEVELS) == set(logsetup.LEVELS)
     assert list(cli.LOG_LEVELS) == sorted(cli.LOG_LEVELS)  # as `--help` lists them
+
+
+@pytest.mark.parametrize(
+    ("argv", "level"),
+    [
+        (["find", ".", "refunds", "--log-level", "info"], "info"),
+        (["--log-level", "debug", "find", ".", "refunds"], "debug"),
+        (["--log-level", "debug", "status", ".", "--log-level", "error"], "error"),
+        (["files", "."], "warning"),
+    ],
+)
+def test_the_log_level_may_follow_the_command(
+    argv: list[str], level: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FILESCOUT_LOG_LEVEL", raising=False)
+    assert build_parser().parse_args(argv).log_level == level
