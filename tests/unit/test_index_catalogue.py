@@ -9,6 +9,7 @@ import pytest_asyncio
 
 from filescout.core.records import Annotation, FileRecord
 from filescout.index import FileFilter, Index
+from filescout.index.catalogue import COUNTS_SQL
 
 CURRENT = "structural/test"
 
@@ -65,6 +66,38 @@ async def test_changes_are_stored_and_status_is_derived_from_the_current_annotat
     # The same rows, asked about under another current annotator, are stale.
     other = await index.files.entries(["a.py"], current="model:x/y")
     assert other["a.py"].status == "stale"
+
+
+async def test_counts_agree_with_each_entrys_status_and_read_no_table_row(index: Index) -> None:
+    """A status counts while annotation commits every moment: from an index, in its order."""
+    await index.files.apply_changes(
+        [
+            record("a.py"),
+            record("b.py"),
+            record("c_test.py", kind="test"),
+            record("README.md", kind="docs"),
+            record("key.pem", skip="sensitive"),
+            record("blob.bin", kind="binary", skip="binary"),
+        ],
+        [],
+        current=CURRENT,
+    )
+    await index.annotations.save(
+        CURRENT, [("h-a.py", Annotation("A.", [], [])), ("h-c_test.py", Annotation("C.", [], []))]
+    )
+    await index.annotations.save("model:x/y", [("h-README.md", Annotation("Read me.", [], []))])
+    paths = ["a.py", "b.py", "c_test.py", "README.md", "key.pem", "blob.bin"]
+    for current in (CURRENT, "model:x/y"):
+        entries = (await index.files.entries(paths, current=current)).values()
+        expected_status: dict[str, int] = {}
+        expected_kind: dict[str, int] = {}
+        for entry in entries:
+            expected_status[entry.status] = expected_status.get(entry.status, 0) + 1
+            expected_kind[entry.kind] = expected_kind.get(entry.kind, 0) + 1
+        assert await index.files.counts(current=current) == (expected_status, expected_kind)
+    plan = await index.db.reader.execute_fetchall(f"EXPLAIN QUERY PLAN {COUNTS_SQL}")
+    assert any("COVERING INDEX files_by_annotator" in str(row[-1]) for row in plan), plan
+    assert not any("TEMP B-TREE" in str(row[-1]) for row in plan), plan
 
 
 async def test_a_rename_is_counted_and_hands_its_history_over(index: Index) -> None:

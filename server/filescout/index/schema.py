@@ -4,7 +4,7 @@ some of these tables; the history stays in one place because a version is one st
 from __future__ import annotations
 
 APPLICATION_ID = 0x46534354  # "FSCT": marks a SQLite file as a filescout index
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -183,6 +183,12 @@ MIGRATIONS: dict[int, str] = {
     -- An SVG's structural annotation described it as XML data: it is described as an image now.
     DELETE FROM annotations WHERE annotator LIKE 'structural/%'
         AND hash IN (SELECT hash FROM files WHERE path LIKE '%.svg');
+    """,
+    12: """
+    -- A status counts the files by state and kind: from this index alone, in its order (14 ms at
+    -- 100K files instead of 105 ms reading the whole table), while annotation commits every moment.
+    DROP INDEX files_by_annotator;
+    CREATE INDEX files_by_annotator ON files(annotator, skip_reason, kind);
     """,
 }
 
