@@ -107,6 +107,17 @@ def test_a_model_endpoint_nothing_listens_on_is_said_without_waiting(tmp_path: P
     # The command says what failed, once it fails: no retries, no pause waited out.
     assert "model annotation paused: the model endpoint is failing (Connection error: " in found.stderr
     assert "retry" not in found.stderr, found.stderr
+    # Said once, without the log: the command's own line.
+    quiet = subprocess.run(
+        launch.command("find", str(workspace), "refunds", "--no-model"),
+        env={**env, "FILESCOUT_CACHE_DIR": str(tmp_path / "other-cache")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    said = [line for line in quiet.stderr.splitlines() if "Connection error" in line]
+    assert len(said) == 1, quiet.stderr
+    assert said[0].startswith("0 files summarized; the model endpoint is failing (Connection error: ")
 
 
 def test_bad_glob_is_a_clear_error(run, workspace: Path) -> None:

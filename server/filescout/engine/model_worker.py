@@ -291,7 +291,12 @@ class ModelWorker:
         while (reason := model.client.unavailable_reason()) is not None:
             self.message = reason
             if not (model.client.breaker.is_open and self._hooks.persistent):
-                log.warning("model annotation paused: %s", reason)
+                # A one-shot command's progress line says it; a server's log is where it shows.
+                log.log(
+                    logging.WARNING if self._hooks.persistent else logging.INFO,
+                    "model annotation paused: %s",
+                    reason,
+                )
                 return False
             await asyncio.sleep(model.client.breaker.seconds_left() + 0.05)
         return True

@@ -193,11 +193,14 @@ class CircuitBreaker:
         self.failures += 1
         if self.failures == self.threshold:
             self.open_until = self._clock() + self.cooldown
-            log.warning(
-                "model endpoint failed %s; pausing model calls for %.0f s",
-                "a call" if self.threshold == 1 else f"{self.failures} times in a row",
-                self.cooldown,
-            )
+            if self.threshold == 1:  # a one-shot command: its own output says what failed
+                log.info("model endpoint failed a call; no more model calls in this run")
+            else:
+                log.warning(
+                    "model endpoint failed %d times in a row; pausing model calls for %.0f s",
+                    self.failures,
+                    self.cooldown,
+                )
         elif self.failures > self.threshold and self._clock() >= self.open_until:
             # The trial call after a cooldown failed too (calls that were already under way
             # when the circuit opened fail inside the cooldown and do not count as trials).
