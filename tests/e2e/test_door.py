@@ -65,14 +65,19 @@ def paths(result: subprocess.CompletedProcess[str]) -> list[str]:
     return [item["path"] for item in json.loads(result.stdout)["items"]]
 
 
+def wait_for_log(server: subprocess.Popen[bytes], log: Path, line: str) -> None:
+    """Until the server's log says `line` (it must not exit first)."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while line not in log.read_text():
+        assert server.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, f"the server never said {line!r}:\n{log.read_text()}"
+        time.sleep(0.1)
+
+
 def start_mcp(env: dict[str, str], workspace: Path, log: Path) -> subprocess.Popen[bytes]:
     """An MCP server on `workspace` (its stdin held open), once its door is open."""
     server = launch.popen(launch.command("--log-level", "info", "mcp", str(workspace)), env, stderr=log)
-    deadline = time.monotonic() + READY_TIMEOUT
-    while "terminal commands are answered through" not in log.read_text():
-        assert server.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, "the MCP server opened no door"
-        time.sleep(0.1)
+    wait_for_log(server, log, "terminal commands are answered through")
     return server
 
 
@@ -240,14 +245,8 @@ def test_no_door_where_others_could_enter_and_the_command_reads_the_servers_inde
     log = tmp_path / "mcp.log"
     server = launch.popen(launch.command("--log-level", "info", "mcp", str(workspace)), env, stderr=log)
     try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while "no door for terminal commands" not in log.read_text():
-            assert server.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "the MCP server did not say it keeps no door"
-            time.sleep(0.1)
-        while "scan:" not in log.read_text():
-            assert time.monotonic() < deadline, "the MCP server did not index the workspace"
-            time.sleep(0.1)
+        wait_for_log(server, log, "no door for terminal commands")
+        wait_for_log(server, log, "scan:")
         assert list(shared.iterdir()) == []
         # Written after the server's pass: only a refresh of this process's own would find it.
         (workspace / "src/shop/numbat.py").write_text("def numbat_tally():\n    return 'numbat tally'\n")
@@ -274,16 +273,11 @@ def test_the_door_passes_to_the_next_server_when_its_keeper_exits(
         launch.command("--log-level", "info", "mcp", str(workspace)), env, stderr=second_log
     )
     try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while "another filescout process keeps the door" not in second_log.read_text():
-            assert second.poll() is None and time.monotonic() < deadline, second_log.read_text()
-            time.sleep(0.1)
+        wait_for_log(second, second_log, "another filescout process keeps the door")
         assert ANSWERED in cli(env, "find", str(workspace), "shopping cart totals").stderr
         stop_mcp(first)
         # The second server takes the door when the first lets go of it, and answers.
-        while "terminal commands are answered through" not in second_log.read_text():
-            assert second.poll() is None and time.monotonic() < deadline, second_log.read_text()
-            time.sleep(0.1)
+        wait_for_log(second, second_log, "terminal commands are answered through")
         asked = cli(env, "find", str(workspace), "shopping cart totals", "--json")
         assert ANSWERED in asked.stderr and paths(asked)[0] == "src/shop/cart.py"
     finally:
