@@ -120,11 +120,14 @@ class Indexer:
     def idle(self) -> bool:
         return self.task is None or self.task.done()
 
-    async def scan_stored(self) -> None:
-        """Return once the pass under way, if any, has stored its scan (or ended without one)."""
+    async def scan_stored(self, timeout: float) -> bool:
+        """Whether the pass under way, if any, has stored its scan (or ended without one) within
+        `timeout` seconds."""
         scanned = self._scanned
-        if scanned is not None and not self.idle:
-            await asyncio.wait({scanned})  # its failure or cancellation is the pass's to report
+        if scanned is None or self.idle:
+            return True
+        done, _ = await asyncio.wait({scanned}, timeout=timeout)  # its failure is the pass's to report
+        return bool(done)
 
     def start(self, kind: str = "index", *, quiet: bool = False) -> asyncio.Future[ScanTotals]:
         """Start a full pass in the background, replacing any pass under way. The future

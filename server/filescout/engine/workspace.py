@@ -373,14 +373,16 @@ class Workspace:
         """Take in what changed on disk since the index last looked, before answering a process
         that watches nothing (a command in a terminal, through the door): the few files that
         changed read again and annotated (for `CAUGHT_UP_WAIT` at most), or else a pass's scan
-        stored. A pass under way has its scan stored first: what changed after its listing is
-        what the check then finds."""
+        stored. A pass under way has its scan stored first, then the check finds what changed
+        after its listing; a scan that takes longer than `CAUGHT_UP_WAIT` (a first index of a
+        large tree) is not waited for: the answer comes from what it has stored, as the
+        editor's own questions do."""
         if self.role != "writer" or self.unwritable is not None or self._board.closed:
             return
         if _running(self._repair.task):
             return  # a damaged index being rebuilt: its pass answers
-        if _running(self._indexer.task):
-            await self._indexer.scan_stored()
+        if _running(self._indexer.task) and not await self._indexer.scan_stored(CAUGHT_UP_WAIT):
+            return
         stale = await changed_on_disk(self._index, self.root, self.settings)
         if stale == []:
             return
@@ -772,9 +774,9 @@ async def changed_on_disk(index: Index, root: Path, settings: Settings) -> list[
 STALE_FILES_LIMIT = 64
 """More changed files than this are left to a whole pass, which reads them in worker processes."""
 CAUGHT_UP_WAIT = 5.0
-"""The longest a question through the door waits for the files it had read again to be
-annotated (by the embedded annotator, milliseconds; a model may take longer: the answer then
-shows the annotation they had)."""
+"""The longest a question through the door waits for the scan of a pass under way to be stored,
+and then for the files it had read again to be annotated (by the embedded annotator,
+milliseconds; a model may take longer: the answer then shows the annotation they had)."""
 
 
 def _listed_as_indexed(
