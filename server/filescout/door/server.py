@@ -86,10 +86,6 @@ class Door:
             door._waiting = asyncio.ensure_future(door._wait_for_turn())
         return door
 
-    @property
-    def listening(self) -> bool:
-        return self._server is not None
-
     async def _listen(self) -> bool:
         """Listen on the door unless a live process keeps it; the check and the bind are one
         step among processes (a lock beside the socket), so two never both think it theirs."""

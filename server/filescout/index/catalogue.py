@@ -32,21 +32,9 @@ STATUS_SQL = """
         ELSE 'stale'
     END
 """
-
-
 COUNTS_SQL = "SELECT annotator, skip_reason, kind, count(*) FROM files GROUP BY annotator, skip_reason, kind"
-"""Read from files_by_annotator alone, in its order: no table row, no sort."""
-
-
-def _status(annotator: str | None, skip_reason: str | None, current: str) -> str:
-    """STATUS_SQL's answer, in Python."""
-    if skip_reason is not None:
-        return "skipped"
-    if annotator is None:
-        return "pending"
-    return "annotated" if annotator == current else "stale"
-
-
+"""Read from files_by_annotator alone, in its order: no table row, no sort (each group's status
+is STATUS_SQL's, told by `_status`)."""
 ENTRY_COLUMNS = f"""
     f.path, f.summary, f.tags, f.language, f.kind,
     f.size, f.mtime_ns, {STATUS_SQL}, f.annotator, f.skip_reason
@@ -168,6 +156,15 @@ class FileFilter:
             params["ranked"] = json_list(self.ranked)
             conditions.append("f.path IN (SELECT value FROM json_each(:ranked))")
         return conditions, params
+
+
+def _status(annotator: str | None, skip_reason: str | None, current: str) -> str:
+    """STATUS_SQL's answer, in Python."""
+    if skip_reason is not None:
+        return "skipped"
+    if annotator is None:
+        return "pending"
+    return "annotated" if annotator == current else "stale"
 
 
 class Catalogue:
